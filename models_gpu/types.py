@@ -1,0 +1,151 @@
+"""Plain, frozen data that crosses the boundary between Dialab's web side and its model code.
+
+Everything here is built from ORM rows by a selector in ``webapp`` (via ``workers``) and handed
+to ``models_gpu``; results come back the same way. Nothing here knows about Django.
+
+Vocabulary:
+    turn round (``round``): the k in "accuracy after turn k". Round k holds the student's k-th
+        reply and whatever answered it (teacher feedback, a revealed shard, a nudge).
+    attempt: a student reply that the verifier checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "student", "teacher", "user"]
+TurnKind = Literal["attempt", "question", "feedback", "shard", "other"]
+EndReason = Literal["solved", "max_turns", "shards_exhausted", "error"]
+ProtocolMode = Literal["didactic", "sharded", "self_correction", "single_turn"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message as a model sees it (``role`` is a chat-template role)."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A verifiable task. ``reference`` is private: only the verifier and the teacher see it."""
+
+    task_id: int
+    prompt: str
+    reference: Mapping[str, Any]
+    verifier_kind: str
+    verifier_config: Mapping[str, Any] = field(default_factory=dict)
+    shards: tuple[str, ...] = ()
+    domain: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a verifier says of one response.
+
+    ``extracted`` is the answer as the transcript shows it; ``details`` is what a teacher may be
+    shown as private knowledge (never the reference itself).
+    """
+
+    correct: bool
+    score: float
+    extracted: str | None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One conversation to continue, from the point of view of the model that speaks next.
+
+    ``private_context`` is what that speaker knows beyond the conversation (for a teacher: the
+    reference and the verifier's details). Backends that render prompts include it in the prompt;
+    it is also stored with the turn so a reader sees what the speaker saw.
+    """
+
+    messages: tuple[Message, ...]
+    seed: int
+    private_context: Mapping[str, Any] = field(default_factory=dict)
+    max_new_tokens: int = 256
+
+
+@dataclass(frozen=True)
+class Generation:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+
+
+class Generator(Protocol):
+    """Every backend (scripted, transformers, vllm, openai, human) implements this.
+
+    One call takes a whole batch: the engine makes one call per role per turn round.
+    """
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]: ...
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """Which model plays a role: backend name, where the model lives, generation parameters."""
+
+    backend: str
+    location: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    mode: ProtocolMode
+    max_turns: int
+    teacher_sees_reference: bool = True
+    teacher_sees_verifier_details: bool = True
+    templates: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DialogueJob:
+    """One dialogue to run: a task and which sample of it (K samples per task for pass@k)."""
+
+    task: TaskSpec
+    sample_index: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    index: int
+    round: int
+    role: Role
+    kind: TurnKind
+    text: str
+    private_context: Mapping[str, Any] = field(default_factory=dict)
+    verdict: Verdict | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class DialogueResult:
+    task_id: int
+    sample_index: int
+    seed: int
+    turns: tuple[TurnRecord, ...]
+    solved: bool
+    first_correct_turn: int | None
+    end_reason: EndReason
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """Everything a worker needs to run an evaluation, frozen at launch."""
+
+    protocol: ProtocolSpec
+    student: RoleSpec
+    teacher: RoleSpec | None
+    jobs: tuple[DialogueJob, ...]
+    batch_size: int = 64

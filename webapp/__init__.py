@@ -1,0 +1,1 @@
+"""Dialab's Django project. Never imports torch, transformers, vllm or models_gpu."""

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AnnotationsConfig(AppConfig):
+    name = "webapp.annotations"
+    label = "annotations"

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from webapp.core.demo import DEMO_PASSWORD, DEMO_USERNAME, demo_project_create
+
+
+class Command(BaseCommand):
+    help = "Create the demo project (a researcher login, scripted models, arithmetic tasks, a run)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--tasks", type=int, default=40, help="Arithmetic tasks to create.")
+        parser.add_argument("--no-run", action="store_true", help="Do not launch the demo run.")
+
+    def handle(self, *args: Any, tasks: int, no_run: bool, **options: Any) -> None:
+        project = demo_project_create(task_count=tasks, launch_run=not no_run)
+        if project.run is not None:
+            self.stdout.write(f"Launched demo run #{project.run.pk}.")
+        self.stdout.write(
+            self.style.SUCCESS(f"Demo project ready. Log in as {DEMO_USERNAME} / {DEMO_PASSWORD}")
+        )

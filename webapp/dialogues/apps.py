@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class DialoguesConfig(AppConfig):
+    name = "webapp.dialogues"
+    label = "dialogues"

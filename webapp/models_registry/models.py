@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from django.db import models
+
+
+class ModelSpec(models.Model):
+    """A named model: which backend runs it, where it lives, how it generates, where it came from."""
+
+    class Backend(models.TextChoices):
+        TRANSFORMERS = "transformers", "transformers"
+        VLLM = "vllm", "vLLM"
+        OPENAI = "openai", "OpenAI-compatible endpoint"
+        SCRIPTED = "scripted", "Scripted (programmatic)"
+        HUMAN = "human", "Human (in the browser)"
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    backend = models.CharField(max_length=16, choices=Backend.choices)
+    location = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="A checkpoint path, an endpoint URL, or a scripted policy name.",
+    )
+    generation_params = models.JSONField(default=dict, blank=True)
+    base_model = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="derived_models"
+    )
+    trained_by_run = models.ForeignKey(
+        "runs.Run",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="produced_models",
+        help_text="The training run that produced this checkpoint.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

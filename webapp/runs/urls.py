@@ -1,0 +1,12 @@
+from django.urls import path
+
+from webapp.runs import views
+
+urlpatterns = [
+    path("", views.run_list, name="run_list"),
+    path("new/", views.run_create, name="run_create"),
+    path("protocols/", views.protocol_list, name="protocol_list"),
+    path("<int:pk>/", views.run_detail, name="run_detail"),
+    path("<int:pk>/live/", views.run_live, name="run_live"),
+    path("<int:pk>/cancel/", views.run_cancel, name="run_cancel"),
+]

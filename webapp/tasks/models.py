@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class TaskSet(models.Model):
+    """A named collection of verifiable tasks.
+
+    A set that runs have used is never changed in place: editing makes a new version
+    (``parent`` points at the version it came from) so every run keeps what it ran on.
+    """
+
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=1)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="versions"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name if self.version == 1 else f"{self.name} (v{self.version})"
+
+
+class Task(models.Model):
+    """One verifiable task: what the student sees and what only the teacher and verifier see."""
+
+    class VerifierKind(models.TextChoices):
+        # Mirrors models_gpu.verifiers (the web side may not import model code).
+        EXACT = "exact", "Exact / normalized string"
+        NUMERIC = "numeric", "Numeric"
+
+    task_set = models.ForeignKey(TaskSet, on_delete=models.CASCADE, related_name="tasks")
+    position = models.PositiveIntegerField(default=0)
+    external_id = models.CharField(max_length=200, blank=True)
+    prompt = models.TextField(help_text="What the student sees.")
+    reference = models.JSONField(default=dict, help_text="Private: answer, solution or unit tests.")
+    verifier_kind = models.CharField(max_length=32, default=VerifierKind.NUMERIC)
+    verifier_config = models.JSONField(default=dict, blank=True)
+    domain = models.CharField(max_length=64, blank=True, db_index=True)
+    difficulty = models.FloatField(null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    shards = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Ordered pieces of the prompt revealed one per turn (underspecified tasks).",
+    )
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task_set", "position", "id"]
+        indexes = [models.Index(fields=["task_set", "position"])]
+
+    def __str__(self) -> str:
+        return self.external_id or f"task {self.pk}"

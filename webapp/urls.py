@@ -1,0 +1,15 @@
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from webapp.core import views as core_views
+
+urlpatterns = [
+    path("", core_views.home, name="home"),
+    path("healthz", core_views.healthz, name="healthz"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("task-sets/", include("webapp.tasks.urls")),
+    path("models/", include("webapp.models_registry.urls")),
+    path("runs/", include("webapp.runs.urls")),
+    path("dialogues/", include("webapp.dialogues.urls")),
+]

@@ -1,0 +1,15 @@
+"""The Celery application, configured from Django settings (the CELERY_* names).
+
+Kept free of task imports so the web process can enqueue by name without loading model code.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+app = Celery("dialab", include=["workers.tasks"])
+app.config_from_object("django.conf:settings", namespace="CELERY")
