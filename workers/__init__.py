@@ -1,1 +1,1 @@
-"""Celery app and tasks: the only place where the web side (webapp) and model code (models_gpu) meet."""
+"""Celery app and tasks: the only place where webapp and models_gpu meet."""

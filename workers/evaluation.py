@@ -90,7 +90,7 @@ def turn_row(turn: TurnRecord) -> dict[str, Any]:
         "kind": turn.kind,
         "text": turn.text,
         "private_context": dict(turn.private_context),
-        "extracted_answer": verdict.extracted if verdict else None,
+        "extracted_answer": (verdict.extracted or "") if verdict else "",
         "is_correct": verdict.correct if verdict else None,
         "score": verdict.score if verdict else None,
         "verdict_details": dict(verdict.details) if verdict else {},

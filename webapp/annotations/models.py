@@ -87,3 +87,6 @@ class Annotation(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["dialogue", "author"])]
+
+    def __str__(self) -> str:
+        return f"{self.question_id} by {self.author_id}"

@@ -70,7 +70,7 @@ class Turn(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     text = models.TextField()
     private_context = models.JSONField(default=dict, blank=True)
-    extracted_answer = models.TextField(null=True, blank=True)
+    extracted_answer = models.TextField(blank=True, help_text="Empty when none was found.")
     is_correct = models.BooleanField(null=True, blank=True, help_text="Null when not verified.")
     score = models.FloatField(null=True, blank=True)
     verdict_details = models.JSONField(default=dict, blank=True)

@@ -4,7 +4,7 @@ from django.db import models
 
 
 class ModelSpec(models.Model):
-    """A named model: which backend runs it, where it lives, how it generates, where it came from."""
+    """A named model: its backend, where it lives, how it generates, where it came from."""
 
     class Backend(models.TextChoices):
         TRANSFORMERS = "transformers", "transformers"

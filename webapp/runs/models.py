@@ -125,3 +125,6 @@ class MetricPoint(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "name", "step"], name="unique_metric_step")
         ]
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.step}={self.value}"
