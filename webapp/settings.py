@@ -108,7 +108,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = DATA_DIR / "staticfiles"
+STATIC_ROOT = ensure_directory(DATA_DIR / "staticfiles", "static files")
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
@@ -137,6 +137,8 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = "default"
+# Declared so that workers, purges and inspection know both queues by name.
+CELERY_TASK_QUEUES = {"default": {}, "gpu": {}}
 CELERY_TASK_ROUTES = {
     # Generation and training need the model host; everything else is light CPU work.
     "workers.tasks.run_evaluation": {"queue": "gpu"},

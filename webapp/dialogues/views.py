@@ -16,12 +16,14 @@ def dialogue_list(request: HttpRequest) -> HttpResponse:
     outcome = request.GET.get("outcome", "")
     if outcome not in Dialogue.Outcome.values:
         outcome = ""
-    run = Run.objects.filter(pk=run_id).first() if run_id.isdigit() else None
-    dialogues = selectors.dialogue_list(run_id=run.pk if run else None, outcome=outcome)
+    run_pk = int(run_id) if run_id.isdigit() else None
+    run = Run.objects.filter(pk=run_pk).first() if run_pk else None
+    dialogues = selectors.dialogue_list(run_id=run_pk, outcome=outcome)
     page = Paginator(dialogues, DIALOGUES_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "page": page,
         "run": run,
+        "run_pk": run_pk,
         "outcome": outcome,
         "outcomes": Dialogue.Outcome.choices,
     }

@@ -6,7 +6,7 @@ from webapp.tasks.models import Task, TaskSet
 
 
 def task_set_list() -> QuerySet[TaskSet]:
-    return TaskSet.objects.annotate(task_count=Count("tasks"))
+    return TaskSet.objects.annotate(task_count=Count("tasks")).order_by("-created_at", "-id")
 
 
 def task_list(*, task_set: TaskSet) -> QuerySet[Task]:

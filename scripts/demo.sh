@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Set Dialab up on this machine and start it with the embedded defaults (SQLite and a file-based
+# broker under ./data), a real Celery worker, and a demo project. Ctrl-C stops both processes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+port="${PORT:-8000}"
+bash scripts/setup.sh serve
+py=.venv/bin/python
+
+echo "==> Preparing the database"
+$py manage.py migrate --no-input -v 0
+$py manage.py demo_project
+
+mkdir -p data
+echo "==> Starting the Celery worker (log: data/worker.log)"
+$py -m celery -A workers.celery worker --queues=default,gpu --pool=solo --concurrency=1 \
+  --prefetch-multiplier=1 --loglevel=INFO --hostname="demo@%h" >data/worker.log 2>&1 &
+worker_pid=$!
+trap 'kill "$worker_pid" 2>/dev/null || true; wait "$worker_pid" 2>/dev/null || true' EXIT INT TERM
+
+cat <<MSG
+
+  Dialab is starting at  http://127.0.0.1:$port/
+  Log in as              demo / dialab-demo
+
+MSG
+$py manage.py runserver --noreload "127.0.0.1:$port"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Set up and run Dialab's whole test suite: architecture contracts, lint, types, then pytest
+# twice: against PostgreSQL + Redis over real connections, and on the embedded defaults
+# (SQLite + file-based broker). Both runs start a real Celery worker and headless Chromium.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$(pwd)"
+
+bash scripts/setup.sh dev,serve
+py=.venv/bin/python
+
+# --- Services this suite needs: started when they are installed but down. ---------------------
+need_root() { [ "$(id -u)" = 0 ] || { echo "$1 (needs root or sudo): $2" >&2; exit 1; }; }
+if [ ! -x /usr/bin/chromium ]; then
+  need_root "Chromium is missing" "apt-get install chromium chromium-driver"
+  echo "==> Installing Chromium"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  echo "==> Starting PostgreSQL"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql)" main start
+  for _ in $(seq 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
+fi
+if ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
+  echo "==> Starting Redis"
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no
+  for _ in $(seq 30); do redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 && break; sleep 1; done
+fi
+
+echo "==> Architecture contracts, lint, types"
+.venv/bin/lint-imports
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+
+artifacts="$root/test-artifacts"
+rm -rf "$artifacts" && mkdir -p "$artifacts"
+
+echo "==> pytest on PostgreSQL + Redis"
+env DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/dialab}" \
+    CELERY_BROKER_URL="${TEST_BROKER_URL:-redis://127.0.0.1:6379/15}" \
+    DIALAB_DATA_DIR="$artifacts/data-services" \
+    DIALAB_SCREENSHOTS="$artifacts/screenshots-services" \
+    DIALAB_TEST_REQUIRE=postgres,redis,chromium \
+    $py -m pytest "$@"
+
+echo "==> pytest on the embedded defaults (SQLite + file-based broker)"
+env -u DATABASE_URL -u CELERY_BROKER_URL \
+    DIALAB_DATA_DIR="$artifacts/data-embedded" \
+    DIALAB_SCREENSHOTS="$artifacts/screenshots-embedded" \
+    DIALAB_TEST_REQUIRE=chromium \
+    $py -m pytest "$@"

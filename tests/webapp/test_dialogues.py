@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TaskSetFactory
+from webapp.dialogues.models import Dialogue, Turn
+from webapp.dialogues.services import dialogues_store
+from webapp.runs.models import Run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run():  # type: ignore[no-untyped-def]
+    return Run.objects.create(
+        name="r",
+        task_set=TaskSetFactory(),
+        student=StudentFactory(),
+        protocol=ProtocolFactory(),
+        config={"protocol": {"max_turns": 5}},
+        config_hash="0" * 64,
+    )
+
+
+def dialogue_payload(task_id: int, sample_index: int = 0, text: str = "The answer is 3.") -> dict:
+    return {
+        "task_id": task_id,
+        "sample_index": sample_index,
+        "seed": 11,
+        "outcome": "solved",
+        "first_correct_turn": 1,
+        "num_turns": 1,
+        "end_reason": "solved",
+        "turns": [
+            {
+                "index": 0, "round": 1, "role": "student", "kind": "attempt", "text": text,
+                "private_context": {}, "extracted_answer": "3", "is_correct": True, "score": 1.0,
+                "verdict_details": {"reason": "correct"}, "leak_flag": False,
+                "prompt_tokens": 5, "completion_tokens": 4, "latency_ms": 0.1,
+            }
+        ],
+    }  # fmt: skip
+
+
+def test_storing_the_same_dialogues_twice_keeps_one_copy(run) -> None:  # type: ignore[no-untyped-def]
+    tasks = TaskFactory.create_batch(3, task_set=run.task_set)
+    batch = [dialogue_payload(t.pk) for t in tasks]
+    assert dialogues_store(run_id=run.pk, dialogues=batch) == 3
+    assert dialogues_store(run_id=run.pk, dialogues=[*batch, dialogue_payload(tasks[0].pk, 1)]) == 1
+    assert Dialogue.objects.filter(run=run).count() == 4
+    assert Turn.objects.count() == 4
+
+
+def test_dialogue_list_uses_a_fixed_number_of_queries(researcher_client, run) -> None:  # type: ignore[no-untyped-def]
+    def queries_for(count: int) -> int:
+        tasks = TaskFactory.create_batch(count, task_set=run.task_set)
+        dialogues_store(run_id=run.pk, dialogues=[dialogue_payload(t.pk) for t in tasks])
+        with CaptureQueriesContext(connection) as context:
+            assert researcher_client.get(reverse("dialogue_list")).status_code == 200
+        return len(context.captured_queries)
+
+    assert queries_for(2) == queries_for(20)
+
+
+def test_dialogue_page_escapes_model_text_and_shows_verdicts(researcher_client, run) -> None:  # type: ignore[no-untyped-def]
+    task = TaskFactory(task_set=run.task_set)
+    hostile = "<script>alert('x')</script> The answer is 3."
+    dialogues_store(run_id=run.pk, dialogues=[dialogue_payload(task.pk, text=hostile)])
+    dialogue = Dialogue.objects.get()
+    html = researcher_client.get(reverse("dialogue_detail", args=[dialogue.pk])).content.decode()
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert" in html
+    assert "✔ correct" in html
+
+
+def test_transcripts_filter_by_run_and_outcome(researcher_client, run) -> None:  # type: ignore[no-untyped-def]
+    task = TaskFactory(task_set=run.task_set)
+    unsolved = {**dialogue_payload(task.pk, 1), "outcome": "unsolved", "first_correct_turn": None}
+    dialogues_store(run_id=run.pk, dialogues=[dialogue_payload(task.pk), unsolved])
+    response = researcher_client.get(
+        reverse("dialogue_list"), {"run": run.pk, "outcome": "unsolved"}
+    )
+    assert [d.sample_index for d in response.context["page"]] == [1]
+    empty = researcher_client.get(reverse("dialogue_list"), {"run": 999999})
+    assert "No transcripts" in empty.content.decode()
