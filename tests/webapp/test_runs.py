@@ -142,10 +142,12 @@ def test_live_fragment_polls_while_running_and_stops_when_finished(
     running = researcher_client.get(url)
     assert running.status_code == 200
     assert 'hx-trigger="every 2s"' in running.content.decode()
+    assert "Cancel run" in running.content.decode()
     Run.objects.update(status=Run.Status.SUCCEEDED)
     finished = researcher_client.get(url)
     assert finished.status_code == 286, "htmx stops polling on 286"
     assert "hx-trigger" not in finished.content.decode()
+    assert "Cancel run" not in finished.content.decode()
     assert 'id="accuracy-figure"' in finished.content.decode()
 
 
