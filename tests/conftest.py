@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.factories import PASSWORD, UserFactory
-from webapp.accounts.models import User
+if TYPE_CHECKING:
+    from webapp.accounts.models import User
+
+# No Django imports at module level: tests/models_gpu runs with plain pytest, without Django.
 
 # Playwright's sync API runs an event loop in the test thread; the ORM calls made from the same
 # thread are still synchronous and safe.
@@ -29,6 +32,8 @@ def _required() -> set[str]:
 def pytest_sessionstart(session: pytest.Session) -> None:
     from django.conf import settings
 
+    if not settings.configured:  # plain pytest without Django (-p no:django)
+        return
     required = _required()
     problems = []
     engine = settings.DATABASES["default"]["ENGINE"]
@@ -52,12 +57,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.fixture
 def researcher(db: None) -> User:
-    return UserFactory(role=User.Role.RESEARCHER)
+    from tests.factories import UserFactory
+
+    return UserFactory(role="researcher")
 
 
 @pytest.fixture
 def annotator(db: None) -> User:
-    return UserFactory(role=User.Role.ANNOTATOR)
+    from tests.factories import UserFactory
+
+    return UserFactory(role="annotator")
 
 
 @pytest.fixture
@@ -81,9 +90,6 @@ def eager_celery():  # type: ignore[no-untyped-def]
     app.conf.task_always_eager = True
     yield app
     app.conf.task_always_eager = False
-
-
-__all__ = ["PASSWORD"]
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import socket
 import time
 import traceback
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from models_gpu.engine import EngineStats, run_dialogues
 
 from models_gpu.backends import load_generator
+from models_gpu.engine import EngineStats, run_dialogues
 from models_gpu.types import (
     DialogueJob,
     DialogueResult,
@@ -143,10 +142,10 @@ def accounting(stats: EngineStats) -> dict[str, float]:
     }
 
 
-def execute_evaluation(run_id: int) -> None:
+def execute_evaluation(run_id: int, *, worker: str) -> None:
     heartbeat = settings.DIALAB_HEARTBEAT_SECONDS
     claimed = services.run_claim(
-        run_id=run_id, worker=socket.gethostname(), stale_after=timedelta(seconds=3 * heartbeat)
+        run_id=run_id, worker=worker, stale_after=timedelta(seconds=3 * heartbeat)
     )
     if not claimed:
         logger.info("run %s: not claimable (taken, finished or cancelled); skipping", run_id)

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from webapp.accounts.models import User
@@ -122,30 +123,30 @@ def run_claim(*, run_id: int, worker: str, stale_after: timedelta) -> bool:
     """Take a run for this worker with one conditional update, so exactly one worker wins.
 
     A queued run is claimed; so is a running one whose heartbeat stopped (its worker died), which
-    the new worker resumes from the dialogues already stored.
+    the new worker resumes from the dialogues already stored. Times come from the database's
+    clock, so workers on hosts whose clocks disagree still judge staleness alike.
     """
-    now = timezone.now()
     claimable = Q(status=Run.Status.QUEUED) | Q(
-        status=Run.Status.RUNNING, heartbeat_at__lt=now - stale_after
+        status=Run.Status.RUNNING, heartbeat_at__lt=Now() - stale_after
     )
     claimed = Run.objects.filter(claimable, pk=run_id, cancel_requested=False).update(
-        status=Run.Status.RUNNING, worker=worker, heartbeat_at=now
+        status=Run.Status.RUNNING, worker=worker, heartbeat_at=Now()
     )
     if claimed:
-        Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
+        Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=Now())
     return bool(claimed)
 
 
 def run_heartbeat(*, run_id: int) -> bool:
     """Record that the worker is alive; returns whether a cancel was requested."""
-    Run.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
+    Run.objects.filter(pk=run_id).update(heartbeat_at=Now())
     return Run.objects.filter(pk=run_id, cancel_requested=True).exists()
 
 
 def run_progress_refresh(*, run_id: int) -> None:
     """Progress is the count of stored dialogues: true after a crash and a resume too."""
     done = Dialogue.objects.filter(run_id=run_id).count()
-    Run.objects.filter(pk=run_id).update(progress_done=done, heartbeat_at=timezone.now())
+    Run.objects.filter(pk=run_id).update(progress_done=done, heartbeat_at=Now())
 
 
 def run_finish(

@@ -1,0 +1,94 @@
+"""A programmatic teacher: feedback written only from its private context, never the answer.
+
+It reads ``request.private_context`` (``verdict_details``, ``extracted``, maybe ``reference``)
+and ignores the conversation. Whatever it writes passes a final guard: a draft that states the
+reference answer (as a whole token, or as any number equal to it) is replaced by a vaguer one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from models_gpu.types import GenerationRequest
+from models_gpu.verifiers.extraction import find_numbers, parse_number
+
+ASK_FOR_ANSWER = "End with 'The answer is N.'"
+
+
+def feedback_teacher_reply(request: GenerationRequest) -> str:
+    context = request.private_context
+    details: Mapping[str, Any] = context.get("verdict_details") or {}
+    extracted: str | None = context.get("extracted")
+    reference = _reference_answer(context)
+    direction = details.get("direction") or _direction_from_reference(extracted, reference)
+    drafts = (
+        _specific_feedback(details.get("reason"), direction, extracted),
+        _generic_feedback(direction),
+        "Not quite.",
+        "Try again.",  # shares no word with the one before, so one of the two is always safe
+    )
+    for draft in drafts:
+        if reference is None or not leaks_reference(draft, reference):
+            return draft
+    return ""
+
+
+def leaks_reference(text: str, reference_answer: str) -> bool:
+    """Whether ``text`` states the answer: as a whole token, or as a number equal to it."""
+    answer = reference_answer.strip()
+    if not answer:
+        return False
+    # "5" leaks in "is 5." but not in "0.5" or "15"; case is ignored, as the exact verifier does.
+    whole_token = rf"(?<![\w.]){re.escape(answer)}(?!\w|\.\d)"
+    if re.search(whole_token, text, re.IGNORECASE):
+        return True
+    expected = parse_number(answer)
+    return expected is not None and any(parse_number(n) == expected for n in find_numbers(text))
+
+
+def _specific_feedback(reason: object, direction: str | None, extracted: str | None) -> str:
+    if extracted is None or reason == "no_answer_found":
+        return f"I could not find an answer in your reply. {ASK_FOR_ANSWER}"
+    if reason == "correct":
+        return "That's right. Well done."
+    if reason == "not_a_number":
+        return f'Your answer "{extracted}" is not a number. {ASK_FOR_ANSWER}'
+    if direction is not None:
+        numbers = find_numbers(extracted)
+        judged = numbers[-1] if numbers else extracted  # the number the verifier compared
+        return (
+            f"Not quite: {judged} is {_words(direction)}. "
+            "Check each column again, carrying where needed."
+        )
+    return f'Not quite: "{extracted}" is not the answer. Re-read the question and try again.'
+
+
+def _generic_feedback(direction: str | None) -> str:
+    if direction is None:
+        return "Not quite. Check your work and try again."
+    return f"Not quite: your answer is {_words(direction)}. Check your work and try again."
+
+
+def _words(direction: str) -> str:
+    return direction.replace("_", " ")
+
+
+def _reference_answer(context: Mapping[str, Any]) -> str | None:
+    reference = context.get("reference")
+    if not isinstance(reference, Mapping) or "answer" not in reference:
+        return None
+    return str(reference["answer"])
+
+
+def _direction_from_reference(extracted: str | None, reference: str | None) -> str | None:
+    """A teacher that knows the answer can tell high from low even without verifier details."""
+    if extracted is None or reference is None:
+        return None
+    numbers = find_numbers(extracted)
+    value = parse_number(numbers[-1]) if numbers else None
+    expected = parse_number(reference)
+    if value is None or expected is None or value == expected:
+        return None
+    return "too_high" if value > expected else "too_low"

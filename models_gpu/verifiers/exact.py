@@ -1,0 +1,31 @@
+"""``exact``: the extracted answer equals ``reference["answer"]`` after light normalisation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from models_gpu.types import TaskSpec, Verdict
+from models_gpu.verifiers.extraction import extract_answer
+from models_gpu.verifiers.settings import reference_answer, verifier_settings
+
+_DEFAULTS: Mapping[str, Any] = {"case_sensitive": False}
+
+
+def verify_exact(task: TaskSpec, response: str) -> Verdict:
+    settings = verifier_settings(task, _DEFAULTS)
+    case_sensitive = bool(settings["case_sensitive"])
+    expected = normalise_text(str(reference_answer(task)), case_sensitive=case_sensitive)
+    extracted = extract_answer(response)
+    if extracted is None:
+        return Verdict(False, 0.0, None, {"reason": "no_answer_found"})
+    correct = normalise_text(extracted, case_sensitive=case_sensitive) == expected
+    return Verdict(
+        correct, float(correct), extracted, {"reason": "correct" if correct else "mismatch"}
+    )
+
+
+def normalise_text(text: str, *, case_sensitive: bool) -> str:
+    text = re.sub(r"\s+", " ", text).strip().removesuffix(".").rstrip()
+    return text if case_sensitive else text.casefold()

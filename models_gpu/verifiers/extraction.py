@@ -1,0 +1,116 @@
+"""Find the final answer in free-form model output.
+
+Precedence: the last ``\\boxed{...}`` > the last "The answer is X" / "Answer: X" > the last
+non-empty line. Real model output reasons first and answers last, so "last" wins everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+_BOXED_OPENER = "\\boxed{"
+_ANSWER_PHRASE = re.compile(
+    r"(?:\bthe\s+(?:final\s+)?answer\s+is\b|\banswer\s*:)[ \t:]*(?P<rest>[^\n]*)",
+    re.IGNORECASE,
+)
+# A period followed by whitespace or the end ends the answer sentence; "3.5" keeps its point.
+_SENTENCE_END = re.compile(r"\.(?=\s|$)")
+_EDGE_JUNK = " \t\r\n$*"
+
+_LATEX_FRACTION = re.compile(r"\\[dt]?frac\{\s*(-?\d+)\s*\}\{\s*(-?\d+)\s*\}")
+# A minus sign counts only where it cannot be subtraction ("5-3" holds 5 and 3, not -3).
+# Thousands groups must be exactly three digits, so "1,2345" is not read as 1,234.
+_NUMBER = re.compile(
+    r"(?P<sign>(?<![\w)\]])-)?"
+    r"(?P<body>\d+/\d+|\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|\.\d+)"
+)
+
+
+def extract_answer(text: str) -> str | None:
+    """The final answer in ``text`` as a short string, or None when there is none."""
+    candidate = _last_boxed(text)
+    if candidate is None:
+        candidate = _last_answer_phrase(text)
+    if candidate is None:
+        lines = [line for line in text.splitlines() if line.strip()]
+        candidate = lines[-1] if lines else None
+    if candidate is None:
+        return None
+    cleaned = _clean(candidate)
+    return cleaned or None
+
+
+def find_numbers(text: str) -> list[str]:
+    """Every number in ``text``, normalised: no thousands separators, ASCII minus, ``a/b``."""
+    return [_number_text(match) for match in _NUMBER.finditer(_normalise(text))]
+
+
+def extract_number(text: str) -> str | None:
+    """The last number in the extracted answer of ``text`` (see ``find_numbers``), or None."""
+    answer = extract_answer(text)
+    if answer is None:
+        return None
+    numbers = find_numbers(answer)
+    return numbers[-1] if numbers else None
+
+
+def parse_number(text: str) -> Fraction | None:
+    """``text`` as an exact number when it is exactly one number ("-1,234", "0.75", "3/4")."""
+    match = _NUMBER.fullmatch(_normalise(text.strip()))
+    if match is None:
+        return None
+    try:
+        return Fraction(_number_text(match))
+    except (ValueError, ZeroDivisionError):  # "3/0", or more digits than int() accepts
+        return None
+
+
+def _normalise(text: str) -> str:
+    text = text.replace("\u2212", "-")  # the Unicode minus sign that models like to emit
+    return _LATEX_FRACTION.sub(lambda match: f"{match[1]}/{match[2]}", text)
+
+
+def _number_text(match: re.Match[str]) -> str:
+    return (match["sign"] or "") + match["body"].replace(",", "")
+
+
+def _last_boxed(text: str) -> str | None:
+    start = text.rfind(_BOXED_OPENER)
+    while start != -1:
+        content = _balanced_content(text, start + len(_BOXED_OPENER))
+        if content is not None:
+            return content
+        start = text.rfind(_BOXED_OPENER, 0, start)
+    return None
+
+
+def _balanced_content(text: str, content_start: int) -> str | None:
+    """The text up to the brace that closes the one just before ``content_start``."""
+    depth = 1
+    for position in range(content_start, len(text)):
+        if text[position] == "{":
+            depth += 1
+        elif text[position] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[content_start:position]
+    return None
+
+
+def _last_answer_phrase(text: str) -> str | None:
+    matches = list(_ANSWER_PHRASE.finditer(text))
+    if not matches:
+        return None
+    rest = matches[-1]["rest"]
+    sentence_end = _SENTENCE_END.search(rest)
+    return rest[: sentence_end.start()] if sentence_end else rest
+
+
+def _clean(answer: str) -> str:
+    """Drop what wraps an answer without being part of it: ``$``, ``**``, a final period."""
+    previous = None
+    while previous != answer:
+        previous = answer
+        answer = answer.strip(_EDGE_JUNK).removesuffix(".")
+    return answer
