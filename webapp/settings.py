@@ -55,6 +55,8 @@ INSTALLED_APPS = [
     "webapp.runs",
     "webapp.dialogues",
     "webapp.annotations",
+    # Management commands that need model code (generators, verifiers) live with the workers.
+    "workers",
 ]
 
 MIDDLEWARE = [
@@ -127,6 +129,12 @@ STATICFILES_FINDERS = [
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+MEDIA_ROOT = DATA_DIR / "media"
+MEDIA_URL = "media/"  # never served: uploads are read by workers, not downloaded
+# Largest accepted task upload; bigger files are refused before anything is imported.
+DIALAB_MAX_UPLOAD_BYTES = env_int("DIALAB_MAX_UPLOAD_MB", 512, minimum=1) * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # larger uploads stream to a temporary file
+
 # --- Celery -----------------------------------------------------------------------------------
 # The embedded default still runs a real worker process; the broker is a folder of files.
 BROKER_DIR = DATA_DIR / "broker"
@@ -149,6 +157,7 @@ CELERY_TASK_QUEUES = {"default": {}, "gpu": {}}
 CELERY_TASK_ROUTES = {
     # Generation and training need the model host; everything else is light CPU work.
     "workers.tasks.run_evaluation": {"queue": "gpu"},
+    # Imports, generation and verification stay on the default (CPU) queue.
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True

@@ -11,5 +11,5 @@ from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
-app = Celery("dialab", include=["workers.tasks"])
+app = Celery("dialab", include=["workers.tasks", "workers.task_imports"])
 app.config_from_object("django.conf:settings", namespace="CELERY")

