@@ -6,7 +6,6 @@ restarted or re-delivered job runs only the (task, sample) pairs not stored yet.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 import traceback
@@ -17,62 +16,23 @@ from django.conf import settings
 
 from models_gpu.backends import load_generator
 from models_gpu.engine import EngineStats, run_dialogues
-from models_gpu.types import (
-    DialogueJob,
-    DialogueResult,
-    ProtocolSpec,
-    RoleSpec,
-    TaskSpec,
-    TurnRecord,
-)
+from models_gpu.types import DialogueJob, DialogueResult, TurnRecord
 from webapp.dialogues.services import dialogues_store
 from webapp.runs import services
 from webapp.runs.models import Run
-from webapp.runs.selectors import run_stored_dialogue_keys, run_task_payloads
+from webapp.runs.selectors import run_stored_dialogue_keys
+from webapp.tasks.selectors import task_payloads
+from workers.specs import dialogue_seed, protocol_spec, role_spec, task_spec
 
 logger = logging.getLogger(__name__)
-
-
-def dialogue_seed(run_seed: int, task_id: int, sample_index: int) -> int:
-    """A per-dialogue seed that does not depend on order, batch or which worker runs it."""
-    digest = hashlib.sha256(f"{run_seed}:{task_id}:{sample_index}".encode()).digest()
-    return int.from_bytes(digest[:7], "big")  # fits a signed 64-bit column
-
-
-def role_spec(snapshot: dict[str, Any] | None) -> RoleSpec | None:
-    if snapshot is None:
-        return None
-    return RoleSpec(
-        backend=snapshot["backend"],
-        location=snapshot["location"],
-        params=snapshot["generation_params"],
-    )
-
-
-def protocol_spec(snapshot: dict[str, Any]) -> ProtocolSpec:
-    return ProtocolSpec(
-        mode=snapshot["mode"],
-        max_turns=snapshot["max_turns"],
-        teacher_sees_reference=snapshot["teacher_sees_reference"],
-        teacher_sees_verifier_details=snapshot["teacher_sees_verifier_details"],
-        templates=snapshot["prompt_templates"],
-    )
 
 
 def pending_jobs(run: Run) -> list[DialogueJob]:
     """Every (task, sample) of the run that has no stored dialogue yet."""
     stored = run_stored_dialogue_keys(run_id=run.pk)
     jobs = []
-    for payload in run_task_payloads(run=run):
-        task = TaskSpec(
-            task_id=payload["id"],
-            prompt=payload["prompt"],
-            reference=payload["reference"],
-            verifier_kind=payload["verifier_kind"],
-            verifier_config=payload["verifier_config"],
-            shards=tuple(payload["shards"]),
-            domain=payload["domain"],
-        )
+    for payload in task_payloads(task_set_id=run.task_set_id):
+        task = task_spec(payload)
         for sample_index in range(run.samples_per_task):
             if (task.task_id, sample_index) not in stored:
                 seed = dialogue_seed(run.seed, task.task_id, sample_index)
@@ -153,9 +113,9 @@ def execute_evaluation(run_id: int, *, worker: str) -> None:
     run = Run.objects.get(pk=run_id)
     try:
         jobs = pending_jobs(run)
-        teacher_snapshot = role_spec(run.config["teacher"])
+        teacher_spec = role_spec(run.config["teacher"])
         student_spec = role_spec(run.config["student"])
-        assert student_spec is not None
+        assert student_spec is not None, "every run has a student"
 
         def store(results: list[DialogueResult]) -> None:
             dialogues_store(run_id=run_id, dialogues=[dialogue_row(r) for r in results])
@@ -166,7 +126,7 @@ def execute_evaluation(run_id: int, *, worker: str) -> None:
             jobs,
             protocol_spec(run.config["protocol"]),
             student=load_generator(student_spec),
-            teacher=load_generator(teacher_snapshot) if teacher_snapshot else None,
+            teacher=load_generator(teacher_spec) if teacher_spec else None,
             on_finished=store,
             should_stop=watch,
         )

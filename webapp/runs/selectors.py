@@ -1,13 +1,10 @@
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Count, QuerySet
 
 from webapp.dialogues.models import Dialogue
 from webapp.runs.metrics import TurnAccuracy, cumulative_accuracy
 from webapp.runs.models import Protocol, Run
-from webapp.tasks.models import Task
 
 
 def run_list() -> QuerySet[Run]:
@@ -37,11 +34,3 @@ def run_accuracy_by_turn(*, run: Run) -> list[TurnAccuracy]:
 def run_stored_dialogue_keys(*, run_id: int) -> set[tuple[int, int]]:
     """(task id, sample index) of every dialogue already stored: what a resumed run skips."""
     return set(Dialogue.objects.filter(run_id=run_id).values_list("task_id", "sample_index"))
-
-
-def run_task_payloads(*, run: Run) -> list[dict[str, Any]]:
-    """The tasks a run works on, as plain data for the worker."""
-    fields = ("id", "prompt", "reference", "verifier_kind", "verifier_config", "shards", "domain")
-    return list(
-        Task.objects.filter(task_set_id=run.task_set_id).order_by("position", "id").values(*fields)
-    )

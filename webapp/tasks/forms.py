@@ -1,11 +1,22 @@
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from typing import Any
 
 from django import forms
 
 from webapp.tasks.models import Task, TaskSet
+
+# Which reference fields each verifier needs (mirrors models_gpu.verifiers, which the web side
+# may not import). The worker's verifier has the last word; this catches the obvious slips.
+REQUIRED_REFERENCE = {
+    "exact": ("answer",),
+    "numeric": ("answer",),
+    "math": ("answer",),
+    "multiple_choice": ("answer",),
+    "code": ("tests", "entry_point"),
+}
 
 
 class TaskSetForm(forms.ModelForm):
@@ -15,33 +26,152 @@ class TaskSetForm(forms.ModelForm):
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
 
 
+class TaskSetSearchForm(forms.Form):
+    q = forms.CharField(required=False, label="Search")
+
+
 def parse_number(text: str) -> Fraction:
     """A number as an author types it: 42, -3.5, 3/4, 1,234."""
     return Fraction(text.replace(",", "").strip())
 
 
+class JSONObjectField(forms.CharField):
+    """A textarea holding a JSON object; empty means {}."""
+
+    widget = forms.Textarea(attrs={"rows": 3, "class": "mono"})
+
+    def to_python(self, value: Any) -> dict[str, Any]:
+        text = (super().to_python(value) or "").strip()
+        if not text:
+            return {}
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise forms.ValidationError(
+                f"Not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
+            ) from None
+        if not isinstance(parsed, dict):
+            raise forms.ValidationError('Expected a JSON object, like {"key": "value"}.')
+        return parsed
+
+    def prepare_value(self, value: Any) -> str:
+        if isinstance(value, dict):
+            return json.dumps(value, indent=2, ensure_ascii=False) if value else ""
+        return str(value or "")
+
+
 class TaskForm(forms.Form):
+    """The task editor. The quick-add form on a task set page renders only some of its fields."""
+
     prompt = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}), help_text="What the student sees."
-    )
-    answer = forms.CharField(
-        max_length=500, help_text="Private: only the verifier and the teacher see it."
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text="What the student sees. Markdown, with $math$ and ```code```.",
     )
     verifier_kind = forms.ChoiceField(
         choices=Task.VerifierKind.choices, initial=Task.VerifierKind.NUMERIC
     )
+    answer = forms.CharField(
+        max_length=2000,
+        required=False,
+        help_text="Private: only the verifier and the teacher see it.",
+    )
+    tests = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "class": "mono"}),
+        help_text="Code tasks: Python unit tests (e.g. a check(candidate) function).",
+    )
+    entry_point = forms.CharField(
+        max_length=200, required=False, help_text="Code tasks: the function under test."
+    )
+    reference_extra = JSONObjectField(
+        required=False,
+        label="More reference fields",
+        help_text="JSON merged into the private reference (e.g. a maze grid, a solution).",
+    )
+    verifier_config = JSONObjectField(
+        required=False, help_text='Verifier settings as JSON, e.g. {"rel_tol": 0.01}.'
+    )
     domain = forms.CharField(max_length=64, required=False, initial="arithmetic")
     difficulty = forms.FloatField(required=False, min_value=0)
+    tags = forms.CharField(required=False, help_text="Comma-separated.")
+    shards = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="Underspecified tasks: one shard per line, in the order they are revealed. "
+        "Shard 1 states the intent; each later shard adds one fact.",
+    )
+
+    QUICK_FIELDS = ("prompt", "answer", "verifier_kind", "domain")
+
+    def quick_fields(self) -> list[forms.BoundField]:
+        """The fields of the quick-add form on a task set page (short-answer tasks)."""
+        return [self[name] for name in self.QUICK_FIELDS]
+
+    @classmethod
+    def initial_from(cls, task: Task) -> dict[str, Any]:
+        reference = dict(task.reference)
+        return {
+            "prompt": task.prompt,
+            "verifier_kind": task.verifier_kind,
+            "answer": reference.pop("answer", ""),
+            "tests": reference.pop("tests", ""),
+            "entry_point": reference.pop("entry_point", ""),
+            "reference_extra": reference,
+            "verifier_config": task.verifier_config,
+            "domain": task.domain,
+            "difficulty": task.difficulty,
+            "tags": ", ".join(task.tags),
+            "shards": "\n".join(task.shards),
+        }
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        answer = cleaned.get("answer", "")
-        if cleaned.get("verifier_kind") == Task.VerifierKind.NUMERIC and answer:
+        reference: dict[str, Any] = dict(cleaned.get("reference_extra") or {})
+        for field in ("answer", "tests", "entry_point"):
+            value = (cleaned.get(field) or "").strip()
+            if value:
+                reference[field] = value
+        kind = cleaned.get("verifier_kind", "")
+        for field in REQUIRED_REFERENCE.get(kind, ()):
+            if not reference.get(field):
+                target = field if field in self.fields else "reference_extra"
+                self.add_error(target, f"The {kind} verifier needs {field.replace('_', ' ')}.")
+        if not reference and not self.errors:
+            self.add_error("answer", "Give the private reference: an answer, tests or fields.")
+        if kind == "numeric" and reference.get("answer"):
             try:
-                parse_number(answer)
+                parse_number(str(reference["answer"]))
             except (ValueError, ZeroDivisionError):
                 self.add_error(
                     "answer",
-                    f"The numeric verifier needs a number (like 42, -3.5 or 3/4); got {answer!r}.",
+                    "The numeric verifier needs a number (like 42, -3.5 or 3/4); "
+                    f"got {reference['answer']!r}.",
                 )
+        cleaned["reference"] = reference
+        cleaned["tags"] = [t.strip() for t in (cleaned.get("tags") or "").split(",") if t.strip()]
+        cleaned["shards"] = [
+            line.strip() for line in (cleaned.get("shards") or "").splitlines() if line.strip()
+        ]
         return cleaned
+
+    def task_fields(self) -> dict[str, Any]:
+        """The cleaned data as Task content fields."""
+        data = self.cleaned_data
+        return {
+            "prompt": data["prompt"],
+            "reference": data["reference"],
+            "verifier_kind": data["verifier_kind"],
+            "verifier_config": data["verifier_config"] or {},
+            "domain": data["domain"],
+            "difficulty": data["difficulty"],
+            "tags": data["tags"],
+            "shards": data["shards"],
+        }
+
+
+class ProbeForm(forms.Form):
+    response = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
+        label="Try an answer",
+        help_text="Type what a student might reply; the task's verifier checks it in a worker.",
+    )

@@ -37,13 +37,21 @@ class Task(models.Model):
         # Mirrors models_gpu.verifiers (the web side may not import model code).
         EXACT = "exact", "Exact / normalized string"
         NUMERIC = "numeric", "Numeric"
+        MATH = "math", "Math expression"
+        REGEX = "regex", "Regular expression"
+        MULTIPLE_CHOICE = "multiple_choice", "Multiple choice"
+        CODE = "code", "Code (unit tests in a sandbox)"
+        MAZE = "maze", "Maze"
+        CODE_GUESS = "code_guess", "Code guess"
 
     task_set = models.ForeignKey(TaskSet, on_delete=models.CASCADE, related_name="tasks")
     position = models.PositiveIntegerField(default=0)
     external_id = models.CharField(max_length=200, blank=True)
     prompt = models.TextField(help_text="What the student sees.")
     reference = models.JSONField(default=dict, help_text="Private: answer, solution or unit tests.")
-    verifier_kind = models.CharField(max_length=32, default=VerifierKind.NUMERIC)
+    verifier_kind = models.CharField(
+        max_length=32, choices=VerifierKind.choices, default=VerifierKind.NUMERIC
+    )
     verifier_config = models.JSONField(default=dict, blank=True)
     domain = models.CharField(max_length=64, blank=True, db_index=True)
     difficulty = models.FloatField(null=True, blank=True)
@@ -75,6 +83,7 @@ class TaskImport(models.Model):
         HF_DATASET = "hf_dataset", "Hugging Face dataset (name or local path)"
 
     class Status(models.TextChoices):
+        DRAFT = "draft", "Waiting for a column mapping"
         PENDING = "pending", "Waiting for a worker"
         RUNNING = "running", "Importing"
         SUCCEEDED = "succeeded", "Imported"
@@ -88,17 +97,22 @@ class TaskImport(models.Model):
     upload = models.FileField(upload_to="imports/", blank=True)
     file_format = models.CharField(max_length=8, blank=True, help_text="jsonl, json or csv")
     dataset = models.CharField(max_length=500, blank=True, help_text="Dataset name or path.")
+    split = models.CharField(max_length=100, blank=True, help_text="Dataset split (HF datasets).")
     field_mapping = models.JSONField(default=dict, blank=True)
     defaults = models.JSONField(
         default=dict, blank=True, help_text="Values for fields the source does not have."
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Null when the source cannot say before it is read."
+    )
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -106,6 +120,16 @@ class TaskImport(models.Model):
 
     def __str__(self) -> str:
         return f"import of {self.task_set_name}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+    @property
+    def progress_percent(self) -> int | None:
+        if not self.progress_total:
+            return None
+        return min(100, round(100 * self.progress_done / self.progress_total))
 
 
 class VerifierProbe(models.Model):

@@ -1,13 +1,70 @@
 from __future__ import annotations
 
-from django.db.models import Count, QuerySet
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
 
 from webapp.tasks.models import Task, TaskSet
 
 
-def task_set_list() -> QuerySet[TaskSet]:
-    return TaskSet.objects.annotate(task_count=Count("tasks")).order_by("-created_at", "-id")
+def task_set_list(*, query: str = "") -> QuerySet[TaskSet]:
+    task_sets = TaskSet.objects.annotate(
+        task_count=Count("tasks", distinct=True), run_count=Count("runs", distinct=True)
+    )
+    if query:
+        task_sets = task_sets.filter(Q(name__icontains=query) | Q(description__icontains=query))
+    return task_sets.order_by("-created_at", "-id")
 
 
-def task_list(*, task_set: TaskSet) -> QuerySet[Task]:
-    return task_set.tasks.order_by("position", "id")
+def task_set_domain_counts(*, task_set_ids: Iterable[int]) -> dict[int, list[tuple[str, int]]]:
+    """Tasks per domain for each set, in one grouped query."""
+    rows = (
+        Task.objects.filter(task_set_id__in=list(task_set_ids))
+        .values_list("task_set_id", "domain")
+        .annotate(n=Count("id"))
+        .order_by("task_set_id", "-n", "domain")
+    )
+    counts: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for task_set_id, domain, n in rows:
+        counts[task_set_id].append((domain or "—", n))
+    return dict(counts)
+
+
+def task_set_lineage(*, task_set: TaskSet) -> list[TaskSet]:
+    """Every version of a set: its ancestors, itself and its descendants, oldest first."""
+    root = task_set
+    while root.parent_id is not None and root.parent is not None:
+        root = root.parent
+    lineage, frontier = [root], [root.pk]
+    while frontier:
+        children = list(
+            TaskSet.objects.filter(parent_id__in=frontier).annotate(run_count=Count("runs"))
+        )
+        lineage.extend(children)
+        frontier = [child.pk for child in children]
+    return sorted(lineage, key=lambda s: (s.version, s.pk))
+
+
+# What the worker needs of a task to verify answers and play dialogues (see workers.specs).
+TASK_PAYLOAD_FIELDS = (
+    "id", "prompt", "reference", "verifier_kind", "verifier_config", "shards", "domain",
+)  # fmt: skip
+
+
+def task_payloads(*, task_set_id: int) -> list[dict[str, Any]]:
+    """A set's tasks as plain data, in order."""
+    tasks = Task.objects.filter(task_set_id=task_set_id).order_by("position", "id")
+    return list(tasks.values(*TASK_PAYLOAD_FIELDS))
+
+
+def task_payload(*, task_id: int) -> dict[str, Any]:
+    return Task.objects.values(*TASK_PAYLOAD_FIELDS).get(pk=task_id)
+
+
+def task_list(*, task_set: TaskSet, query: str = "") -> QuerySet[Task]:
+    tasks = task_set.tasks.order_by("position", "id")
+    if query:
+        tasks = tasks.filter(Q(prompt__icontains=query) | Q(external_id__icontains=query))
+    return tasks

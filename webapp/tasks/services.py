@@ -1,16 +1,119 @@
+"""Writes for task sets and tasks.
+
+A task set that runs have used is never changed in place: a change to its tasks goes to a new
+version (a copy with ``version + 1`` and ``parent`` set), so every run keeps pointing at exactly
+the tasks it ran on. Name and description are labels, not content, and change in place.
+"""
+
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
 
 from webapp.accounts.models import User
-from webapp.tasks.models import Task, TaskSet
+from webapp.core.dispatch import enqueue_on_commit
+from webapp.tasks.models import Task, TaskSet, VerifierProbe
+
+# The fields that make a task what it is; copying a task copies exactly these.
+TASK_CONTENT_FIELDS = (
+    "position",
+    "external_id",
+    "prompt",
+    "reference",
+    "verifier_kind",
+    "verifier_config",
+    "domain",
+    "difficulty",
+    "tags",
+    "shards",
+    "metadata",
+)
+
+
+class TaskSetInUse(Exception):
+    """Raised when deleting a task set that runs still point at."""
 
 
 def task_set_create(*, name: str, description: str = "", created_by: User | None) -> TaskSet:
     return TaskSet.objects.create(name=name, description=description, created_by=created_by)
+
+
+def task_set_is_locked(task_set: TaskSet) -> bool:
+    """Used by at least one run: its tasks can no longer change in place."""
+    return task_set.runs.exists()
+
+
+def task_set_rename(*, task_set: TaskSet, name: str, description: str) -> TaskSet:
+    task_set.name = name
+    task_set.description = description
+    task_set.save(update_fields=["name", "description", "updated_at"])
+    return task_set
+
+
+def _copy_tasks(source: TaskSet, target: TaskSet) -> None:
+    rows = source.tasks.order_by("position", "id").values(*TASK_CONTENT_FIELDS)
+    batch: list[Task] = []
+    for row in rows.iterator(chunk_size=2000):
+        batch.append(Task(task_set=target, **row))
+        if len(batch) == 2000:
+            Task.objects.bulk_create(batch)
+            batch = []
+    Task.objects.bulk_create(batch)
+
+
+@transaction.atomic
+def task_set_duplicate(*, task_set: TaskSet, created_by: User | None) -> TaskSet:
+    """An independent copy (version 1 of a new set)."""
+    copy = TaskSet.objects.create(
+        name=f"Copy of {task_set.name}",
+        description=task_set.description,
+        created_by=created_by,
+    )
+    _copy_tasks(task_set, copy)
+    return copy
+
+
+@transaction.atomic
+def task_set_new_version(*, task_set: TaskSet, created_by: User | None) -> TaskSet:
+    """The next version of a set: same name, all its tasks copied, ``parent`` pointing back."""
+    latest = TaskSet.objects.filter(name=task_set.name).aggregate(v=Max("version"))["v"] or 1
+    version = TaskSet.objects.create(
+        name=task_set.name,
+        description=task_set.description,
+        version=max(latest, task_set.version) + 1,
+        parent=task_set,
+        created_by=created_by,
+    )
+    _copy_tasks(task_set, version)
+    return version
+
+
+def task_set_delete(*, task_set: TaskSet) -> None:
+    run_count = task_set.runs.count()
+    if run_count:
+        raise TaskSetInUse(
+            f"{task_set} was used by {run_count} run{'s' if run_count != 1 else ''}; "
+            "it is kept so that their results stay reproducible."
+        )
+    task_set.delete()
+
+
+@dataclass(frozen=True)
+class TaskChange:
+    """Where a change to a task landed: the set it is in now and whether that is a new version."""
+
+    task_set: TaskSet
+    task: Task | None
+    new_version: bool
+
+
+def _writable(task_set: TaskSet, user: User | None) -> tuple[TaskSet, bool]:
+    if task_set_is_locked(task_set):
+        return task_set_new_version(task_set=task_set, created_by=user), True
+    return task_set, False
 
 
 @transaction.atomic
@@ -23,13 +126,17 @@ def task_add(
     domain: str = "",
     difficulty: float | None = None,
     verifier_config: dict[str, Any] | None = None,
-) -> Task:
-    """Append a task at the end of its set."""
+    tags: list[str] | None = None,
+    shards: list[str] | None = None,
+    user: User | None = None,
+) -> TaskChange:
+    """Append a task at the end of its set (of a new version if runs used the set)."""
+    target, new_version = _writable(task_set, user)
     # Lock the set so two authors adding at once do not get the same position.
-    TaskSet.objects.select_for_update().filter(pk=task_set.pk).first()
-    last = task_set.tasks.aggregate(last=Max("position"))["last"]
-    return Task.objects.create(
-        task_set=task_set,
+    TaskSet.objects.select_for_update().filter(pk=target.pk).first()
+    last = target.tasks.aggregate(last=Max("position"))["last"]
+    task = Task.objects.create(
+        task_set=target,
         position=0 if last is None else last + 1,
         prompt=prompt,
         reference=reference,
@@ -37,4 +144,43 @@ def task_add(
         verifier_config=verifier_config or {},
         domain=domain,
         difficulty=difficulty,
+        tags=tags or [],
+        shards=shards or [],
     )
+    return TaskChange(target, task, new_version)
+
+
+@transaction.atomic
+def task_update(*, task: Task, changes: dict[str, Any], user: User | None = None) -> TaskChange:
+    """Change a task's content; in a set that runs used, the change goes to a new version."""
+    unknown = set(changes) - set(TASK_CONTENT_FIELDS)
+    if unknown:
+        raise ValueError(f"Not task content fields: {sorted(unknown)}")
+    target, new_version = _writable(task.task_set, user)
+    if new_version:
+        task = target.tasks.get(position=task.position)
+    for field, value in changes.items():
+        setattr(task, field, value)
+    task.save(update_fields=list(changes))
+    return TaskChange(target, task, new_version)
+
+
+@transaction.atomic
+def task_delete(*, task: Task, user: User | None = None) -> TaskChange:
+    target, new_version = _writable(task.task_set, user)
+    target.tasks.filter(position=task.position).delete()
+    return TaskChange(target, None, new_version)
+
+
+VERIFY_PROBE_TASK = "workers.tasks.verify_probe"
+
+
+def probe_create(*, task: Task, response: str, user: User | None) -> VerifierProbe:
+    """Record an author's trial answer and have a worker run the task's verifier on it."""
+    probe = VerifierProbe.objects.create(task=task, response=response, created_by=user)
+    enqueue_on_commit(VERIFY_PROBE_TASK, probe.pk)
+    return probe
+
+
+def probe_record(*, probe_id: int, verdict: dict[str, Any] | None, error: str = "") -> None:
+    VerifierProbe.objects.filter(pk=probe_id).update(verdict=verdict, error=error)

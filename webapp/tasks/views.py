@@ -1,21 +1,46 @@
 from __future__ import annotations
 
+from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
 
 from webapp.core.permissions import researcher_required
+from webapp.core.rendering import render_markdown
 from webapp.tasks import selectors, services
-from webapp.tasks.forms import TaskForm, TaskSetForm
-from webapp.tasks.models import TaskSet
+from webapp.tasks.forms import ProbeForm, TaskForm, TaskSetForm
+from webapp.tasks.models import Task, TaskSet, VerifierProbe
 
+TASK_SETS_PER_PAGE = 25
 TASKS_PER_PAGE = 50
+
+
+def _user(request: HttpRequest):  # type: ignore[no-untyped-def]
+    return request.user
+
+
+def _announce(request: HttpRequest, change: services.TaskChange) -> None:
+    if change.new_version:
+        messages.info(
+            request,
+            f"Runs used this task set, so your change made a new version: {change.task_set}. "
+            "The runs keep the version they ran on.",
+        )
 
 
 @researcher_required
 def task_set_list(request: HttpRequest) -> HttpResponse:
-    page = Paginator(selectors.task_set_list(), 25).get_page(request.GET.get("page"))
-    return render(request, "tasks/task_set_list.html", {"page": page})
+    query = request.GET.get("q", "").strip()
+    page = Paginator(selectors.task_set_list(query=query), TASK_SETS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    domains = selectors.task_set_domain_counts(task_set_ids=[s.pk for s in page])
+    context = {"page": page, "query": query, "domains": domains}
+    if request.htmx:
+        return render(request, "tasks/task_set_list.html#results", context)
+    return render(request, "tasks/task_set_list.html", context)
 
 
 @researcher_required
@@ -25,7 +50,7 @@ def task_set_create(request: HttpRequest) -> HttpResponse:
         task_set = services.task_set_create(
             name=form.cleaned_data["name"],
             description=form.cleaned_data["description"],
-            created_by=request.user,  # type: ignore[arg-type]
+            created_by=_user(request),
         )
         return redirect("task_set_detail", pk=task_set.pk)
     return render(request, "tasks/task_set_form.html", {"form": form})
@@ -33,23 +58,149 @@ def task_set_create(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 def task_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """The set's tasks, with a quick-add form for short-answer tasks."""
     task_set = get_object_or_404(TaskSet, pk=pk)
     form = TaskForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        services.task_add(
-            task_set=task_set,
-            prompt=data["prompt"],
-            reference={"answer": data["answer"].strip()},
-            verifier_kind=data["verifier_kind"],
-            domain=data["domain"],
-            difficulty=data["difficulty"],
-        )
+        change = services.task_add(task_set=task_set, **form.task_fields(), user=_user(request))
+        _announce(request, change)
+        if change.new_version:
+            return redirect("task_set_detail", pk=change.task_set.pk)
         # Keep the author's choices for the next task; clear what is per task.
-        form = TaskForm(initial={"verifier_kind": data["verifier_kind"], "domain": data["domain"]})
-    tasks = Paginator(selectors.task_list(task_set=task_set), TASKS_PER_PAGE)
-    page = tasks.get_page(request.GET.get("page"))
-    context = {"task_set": task_set, "form": form, "page": page}
+        form = TaskForm(
+            initial={
+                "verifier_kind": form.cleaned_data["verifier_kind"],
+                "domain": form.cleaned_data["domain"],
+            }
+        )
+    query = request.GET.get("q", "").strip()
+    tasks = selectors.task_list(task_set=task_set, query=query)
+    page = Paginator(tasks, TASKS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        "task_set": task_set,
+        "form": form,
+        "page": page,
+        "query": query,
+        "locked": services.task_set_is_locked(task_set),
+        "lineage": selectors.task_set_lineage(task_set=task_set),
+    }
     if request.htmx:
         return render(request, "tasks/task_set_detail.html#tasks", context)
     return render(request, "tasks/task_set_detail.html", context)
+
+
+@researcher_required
+def task_set_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    task_set = get_object_or_404(TaskSet, pk=pk)
+    form = TaskSetForm(request.POST or None, instance=task_set)
+    if request.method == "POST" and form.is_valid():
+        services.task_set_rename(
+            task_set=task_set,
+            name=form.cleaned_data["name"],
+            description=form.cleaned_data["description"],
+        )
+        return redirect("task_set_detail", pk=task_set.pk)
+    return render(request, "tasks/task_set_form.html", {"form": form, "task_set": task_set})
+
+
+@researcher_required
+@require_POST
+def task_set_duplicate(request: HttpRequest, pk: int) -> HttpResponse:
+    task_set = get_object_or_404(TaskSet, pk=pk)
+    copy = services.task_set_duplicate(task_set=task_set, created_by=_user(request))
+    messages.success(request, f"Duplicated {task_set} as {copy}.")
+    return redirect("task_set_detail", pk=copy.pk)
+
+
+@researcher_required
+def task_set_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks for confirmation; POST deletes, unless runs used the set."""
+    task_set = get_object_or_404(selectors.task_set_list(), pk=pk)
+    if request.method == "POST":
+        try:
+            services.task_set_delete(task_set=task_set)
+        except services.TaskSetInUse as error:
+            messages.error(request, str(error))
+            return redirect("task_set_detail", pk=task_set.pk)
+        messages.success(request, f"Deleted {task_set}.")
+        return redirect("task_set_list")
+    return render(request, "tasks/task_set_confirm_delete.html", {"task_set": task_set})
+
+
+@researcher_required
+def task_create(request: HttpRequest, pk: int) -> HttpResponse:
+    task_set = get_object_or_404(TaskSet, pk=pk)
+    form = TaskForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        change = services.task_add(task_set=task_set, **form.task_fields(), user=_user(request))
+        _announce(request, change)
+        assert change.task is not None
+        return redirect("task_edit", pk=change.task_set.pk, task_id=change.task.pk)
+    return render(request, "tasks/task_editor.html", {"task_set": task_set, "form": form})
+
+
+@researcher_required
+def task_edit(request: HttpRequest, pk: int, task_id: int) -> HttpResponse:
+    task = get_object_or_404(Task.objects.select_related("task_set"), pk=task_id, task_set_id=pk)
+    form = TaskForm(request.POST or None, initial=TaskForm.initial_from(task))
+    if request.method == "POST" and form.is_valid():
+        changes = {
+            field: value
+            for field, value in form.task_fields().items()
+            if getattr(task, field) != value
+        }
+        if changes:
+            change = services.task_update(task=task, changes=changes, user=_user(request))
+            _announce(request, change)
+            messages.success(request, "Saved.")
+            assert change.task is not None
+            return redirect("task_edit", pk=change.task_set.pk, task_id=change.task.pk)
+        messages.info(request, "Nothing changed.")
+        return redirect("task_edit", pk=pk, task_id=task.pk)
+    context = {
+        "task_set": task.task_set,
+        "task": task,
+        "form": form,
+        "probe_form": ProbeForm(),
+        "locked": services.task_set_is_locked(task.task_set),
+    }
+    return render(request, "tasks/task_editor.html", context)
+
+
+@researcher_required
+@require_POST
+def task_delete(request: HttpRequest, pk: int, task_id: int) -> HttpResponse:
+    task = get_object_or_404(Task, pk=task_id, task_set_id=pk)
+    change = services.task_delete(task=task, user=_user(request))
+    _announce(request, change)
+    messages.success(request, "Task deleted.")
+    return redirect("task_set_detail", pk=change.task_set.pk)
+
+
+@researcher_required
+@require_POST
+def markdown_preview(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(render_markdown(request.POST.get("prompt", "")))
+
+
+@researcher_required
+@require_POST
+def probe_create(request: HttpRequest, pk: int, task_id: int) -> HttpResponse:
+    task = get_object_or_404(Task, pk=task_id, task_set_id=pk)
+    form = ProbeForm(request.POST)
+    if not form.is_valid():
+        return render(request, "tasks/partials/_probe.html", {"probe_form": form, "task": task})
+    probe = services.probe_create(
+        task=task, response=form.cleaned_data["response"], user=_user(request)
+    )
+    return render(request, "tasks/partials/_probe.html", {"probe": probe, "task": task})
+
+
+@researcher_required
+def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
+    """Polled until the worker has checked the answer; 286 then stops the polling."""
+    probe = get_object_or_404(VerifierProbe.objects.select_related("task"), pk=probe_id)
+    response = render(request, "tasks/partials/_probe.html", {"probe": probe, "task": probe.task})
+    if probe.verdict is not None or probe.error:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response

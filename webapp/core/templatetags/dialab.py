@@ -20,3 +20,25 @@ def pretty_json(value: Any) -> str:
 def words(identifier: str) -> str:
     """``student_generations`` → ``student generations``."""
     return str(identifier).replace("_", " ")
+
+
+@register.filter
+def markdown(text: str) -> str:
+    """Sanitized markdown with MathML math and highlighted code (see core.rendering)."""
+    from webapp.core.rendering import render_markdown
+
+    return render_markdown(text or "")
+
+
+@register.filter
+def get_item(mapping: dict[Any, Any], key: Any) -> Any:
+    """``mapping[key]`` in a template (an empty list when absent)."""
+    return mapping.get(key, [])
+
+
+@register.simple_tag(takes_context=True)
+def query_without_page(context: template.Context) -> str:
+    """The current query string minus ``page``: pagination links keep search and filters."""
+    params = context["request"].GET.copy()
+    params.pop("page", None)
+    return str(params.urlencode())

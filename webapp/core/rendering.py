@@ -1,0 +1,98 @@
+"""Markdown with math and code for text that people and models wrote: sanitized, never trusted.
+
+Math (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``) becomes MathML on the server, which
+browsers draw natively, so no math JavaScript is needed; fenced code is highlighted by Pygments.
+Whatever the input, the output goes through an allow-list sanitizer (nh3): script, event
+handlers and unknown tags never reach the page.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from html import escape
+
+import markdown
+import nh3
+from django.utils.safestring import SafeString, mark_safe
+
+MATH_PATTERN = re.compile(
+    r"\$\$(?P<display>.+?)\$\$"
+    r"|\\\[(?P<display2>.+?)\\\]"
+    r"|\\\((?P<inline2>.+?)\\\)"
+    # Inline $...$ only when the dollars hug the formula, so "$5 and $10" stays text.
+    r"|(?<![\\$\w])\$(?P<inline>[^\s$](?:[^$\n]*?[^\s$\\])?)\$(?![\w$])",
+    re.DOTALL,
+)
+
+MATHML_TAGS = {
+    "math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msup", "msub", "msubsup",
+    "mfrac", "msqrt", "mroot", "mover", "munder", "munderover", "mtable", "mtr", "mtd",
+    "mstyle", "mpadded", "mphantom", "menclose", "semantics", "annotation",
+}  # fmt: skip
+HTML_TAGS = {
+    "p", "br", "hr", "em", "strong", "code", "pre", "span", "div", "blockquote", "ul", "ol",
+    "li", "table", "thead", "tbody", "tr", "th", "td", "h1", "h2", "h3", "h4", "h5", "h6",
+    "a", "del", "sup", "sub",
+}  # fmt: skip
+MATHML_ATTRIBUTES = {
+    "display", "xmlns", "mathvariant", "stretchy", "fence", "separator", "accent", "form",
+    "lspace", "rspace", "columnalign", "rowspacing", "columnspacing", "linethickness",
+    "width", "height", "depth", "encoding", "notation", "minsize", "maxsize", "largeop",
+    "movablelimits", "symmetric",
+}  # fmt: skip
+ATTRIBUTES = {
+    **{tag: MATHML_ATTRIBUTES for tag in MATHML_TAGS},
+    "span": {"class"},
+    "div": {"class"},
+    "code": {"class"},
+    "pre": {"class"},
+    "a": {"href", "title"},
+    "th": {"align"},
+    "td": {"align"},
+}
+
+
+def _to_mathml(latex: str, *, display: bool) -> str:
+    from latex2mathml.converter import convert
+
+    try:
+        return convert(latex.strip(), display="block" if display else "inline")
+    except Exception:  # any malformed formula: show its source rather than fail the page
+        return f'<code class="math-error">{escape(latex)}</code>'
+
+
+def _markdown_without_raw_html() -> markdown.Markdown:
+    """Raw HTML in the source is shown as text (a model writing ``<script>`` shows it, it does
+    not vanish), and the sanitizer still guards the output."""
+    converter = markdown.Markdown(
+        extensions=["fenced_code", "codehilite", "tables", "sane_lists"],
+        extension_configs={"codehilite": {"guess_lang": False, "css_class": "codehilite"}},
+    )
+    converter.preprocessors.deregister("html_block")
+    converter.inlinePatterns.deregister("html")
+    return converter
+
+
+def render_markdown(text: str) -> SafeString:
+    formulas: dict[str, str] = {}
+
+    def stash(match: re.Match[str]) -> str:
+        display = match.group("display") or match.group("display2")
+        latex = display or match.group("inline") or match.group("inline2") or ""
+        key = f"MATH{uuid.uuid4().hex}"
+        formulas[key] = _to_mathml(latex, display=display is not None)
+        return key
+
+    with_placeholders = MATH_PATTERN.sub(stash, text)
+    html = _markdown_without_raw_html().convert(with_placeholders)
+    for key, mathml in formulas.items():
+        html = html.replace(key, mathml)
+    clean = nh3.clean(
+        html,
+        tags=HTML_TAGS | MATHML_TAGS,
+        attributes=ATTRIBUTES,
+        url_schemes={"http", "https", "mailto"},
+        link_rel="noopener noreferrer nofollow",
+    )
+    return mark_safe(clean)
