@@ -114,3 +114,17 @@ def _clean(answer: str) -> str:
         previous = answer
         answer = answer.strip(_EDGE_JUNK).removesuffix(".")
     return answer
+
+
+_CODE_FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)```", re.DOTALL)
+
+
+def extract_code(text: str) -> str:
+    """The last fenced ```python block (``py``/``python3`` too), else the last fenced block of no
+    stated language, else the whole text: models usually end with their final version."""
+    blocks = [(m["lang"].lower(), m["body"]) for m in _CODE_FENCE.finditer(text)]
+    for wanted in (("python", "py", "python3"), ("",)):
+        chosen = [body for lang, body in blocks if lang in wanted]
+        if chosen:
+            return chosen[-1]
+    return text

@@ -18,12 +18,21 @@ def exact_task(answer: str, **config: Any) -> TaskSpec:
 
 
 def test_verifier_kinds_are_the_documented_names() -> None:
-    assert VERIFIER_KINDS == ("exact", "numeric")
+    assert VERIFIER_KINDS == (
+        "exact",
+        "numeric",
+        "math",
+        "regex",
+        "multiple_choice",
+        "code",
+        "maze",
+        "code_guess",
+    )
 
 
 def test_unknown_kind_is_a_value_error_naming_the_known_kinds() -> None:
-    task = TaskSpec(3, "?", {"answer": "1"}, "regex")
-    with pytest.raises(UnknownVerifier, match="exact, numeric"):
+    task = TaskSpec(3, "?", {"answer": "1"}, "nonsense")
+    with pytest.raises(UnknownVerifier, match="exact, numeric, math"):
         verify(task, "1")
     assert issubclass(UnknownVerifier, ValueError)
 
