@@ -44,9 +44,12 @@ env DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/dialab
     DIALAB_TEST_REQUIRE=postgres,redis,chromium \
     $py -m pytest "$@"
 
+# The pure model code (tests/models_gpu) does not touch a database or broker: it ran above.
 echo "==> pytest on the embedded defaults (SQLite + file-based broker)"
+embedded=("$@")
+[ $# -gt 0 ] || embedded=(tests/webapp tests/e2e)
 env -u DATABASE_URL -u CELERY_BROKER_URL \
     DIALAB_DATA_DIR="$artifacts/data-embedded" \
     DIALAB_SCREENSHOTS="$artifacts/screenshots-embedded" \
     DIALAB_TEST_REQUIRE=chromium \
-    $py -m pytest "$@"
+    $py -m pytest "${embedded[@]}"
