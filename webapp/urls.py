@@ -9,6 +9,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("task-sets/", include("webapp.tasks.urls")),
+    path("task-sets/", include("webapp.tasks.import_urls")),
     path("models/", include("webapp.models_registry.urls")),
     path("runs/", include("webapp.runs.urls")),
     path("dialogues/", include("webapp.dialogues.urls")),

