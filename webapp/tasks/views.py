@@ -11,6 +11,7 @@ from webapp.core.permissions import researcher_required
 from webapp.core.rendering import render_markdown
 from webapp.tasks import selectors, services
 from webapp.tasks.forms import ProbeForm, TaskForm, TaskSetForm
+from webapp.tasks.generation import GenerationForm, generation_create
 from webapp.tasks.models import Task, TaskSet, VerifierProbe
 
 TASK_SETS_PER_PAGE = 25
@@ -204,3 +205,22 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     if probe.verdict is not None or probe.error:
         response.status_code = HttpResponseStopPolling.status_code
     return response
+
+
+@researcher_required
+def task_set_generate(request: HttpRequest) -> HttpResponse:
+    """Generate a task set procedurally; changing the family (htmx) swaps in its settings."""
+    form = GenerationForm(request.POST or None, initial=request.GET.dict())
+    if request.method == "POST" and form.is_valid():
+        task_import = generation_create(
+            family=form.cleaned_data["family"],
+            count=form.cleaned_data["count"],
+            seed=form.cleaned_data["seed"],
+            knobs=form.knobs(),
+            task_set_name=form.task_set_name(),
+            created_by=_user(request),
+        )
+        return redirect("task_import_detail", pk=task_import.pk)
+    if request.htmx:
+        return render(request, "tasks/task_set_generate.html#form", {"form": form})
+    return render(request, "tasks/task_set_generate.html", {"form": form})

@@ -1,0 +1,96 @@
+"""Generating task sets from the procedural families, from a form and from the shell."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from models_gpu.generators import GENERATOR_KNOBS as MODEL_SIDE_KNOBS
+from webapp.tasks.generation import GENERATOR_KNOBS
+from webapp.tasks.models import TaskImport, TaskSet
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_web_side_mirror_of_the_generator_knobs_is_exact() -> None:
+    assert MODEL_SIDE_KNOBS == GENERATOR_KNOBS
+
+
+def test_the_form_shows_the_chosen_familys_knobs(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    url = reverse("task_set_generate")
+    maze = researcher_client.get(url, {"family": "maze"}, headers={"HX-Request": "true"})
+    html = maze.content.decode()
+    assert 'name="knob_wall_density"' in html and "<html" not in html
+    guess = researcher_client.get(url, {"family": "guess_number"}).content.decode()
+    assert 'name="knob_high"' in guess and "knob_wall_density" not in guess
+
+
+def test_generating_from_the_form_goes_through_a_worker(
+    researcher_client, eager_celery, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    form = {
+        "family": "maze",
+        "count": 12,
+        "seed": 3,
+        "knob_rows": 5,
+        "knob_cols": 7,
+        "knob_wall_density": 0.2,
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        response = researcher_client.post(reverse("task_set_generate"), form)
+    task_import = TaskImport.objects.get()
+    assert response["Location"] == reverse("task_import_detail", args=[task_import.pk])
+    assert task_import.status == TaskImport.Status.SUCCEEDED, task_import.error
+    tasks = list(task_import.task_set.tasks.order_by("position"))
+    assert len(tasks) == 12 and {t.verifier_kind for t in tasks} == {"maze"}
+    assert len(tasks[0].reference["grid"]) == 5
+    assert task_import.task_set.name == "maze (12, seed 3)"
+    page = researcher_client.get(reverse("task_import_detail", args=[task_import.pk]))
+    assert "seed 3" in page.content.decode() and "rows 5" in page.content.decode()
+
+
+def test_form_refuses_knobs_out_of_range(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    form = {
+        "family": "arithmetic",
+        "count": 5,
+        "seed": 0,
+        "knob_digits": 99,
+        "knob_operations": "+",
+    }
+    response = researcher_client.post(reverse("task_set_generate"), form)
+    assert "Ensure this value is less than or equal to 12." in response.content.decode()
+    assert not TaskImport.objects.exists()
+
+
+def test_a_generator_error_fails_the_job_and_creates_nothing(
+    researcher_client, eager_celery, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    form = {"family": "guess_number", "count": 5, "seed": 0, "knob_low": 10, "knob_high": 3}
+    with django_capture_on_commit_callbacks(execute=True):
+        researcher_client.post(reverse("task_set_generate"), form)
+    task_import = TaskImport.objects.get()
+    assert task_import.status == TaskImport.Status.FAILED
+    assert "cannot generate 'guess_number' tasks" in task_import.error
+    assert not TaskSet.objects.exists()
+
+
+def test_same_seed_same_tasks_from_the_command() -> None:
+    call_command("generate_tasks", "arithmetic", "20", "--seed", "5", "--knob", "digits=3")
+    call_command("generate_tasks", "arithmetic", "20", "--seed", "5", "--knob", "digits=3")
+    first, second = TaskSet.objects.order_by("pk")
+    fields = ("position", "prompt", "reference")
+    assert list(first.tasks.values_list(*fields)) == list(second.tasks.values_list(*fields))
+    assert first.tasks.count() == 20
+
+
+def test_command_reports_bad_knobs() -> None:
+    with pytest.raises(CommandError, match="cannot generate 'maze' tasks"):
+        call_command("generate_tasks", "maze", "3", "--knob", "rows=1")
+    with pytest.raises(CommandError, match="NAME=VALUE"):
+        call_command("generate_tasks", "maze", "3", "--knob", "rows")
+    assert not TaskSet.objects.exists()
+
+
+def test_annotators_cannot_generate(annotator_client) -> None:  # type: ignore[no-untyped-def]
+    assert annotator_client.get(reverse("task_set_generate")).status_code == 403
