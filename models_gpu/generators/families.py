@@ -90,7 +90,8 @@ def maze(rng: random.Random, knobs: Mapping[str, Any]) -> Task:
         f"Find a path through this {rows}x{cols} maze from S to G. '#' is a wall, '.' is open; "
         "you may move up (U), down (D), left (L) or right (R) one cell at a time and may not "
         "leave the grid.\n\n"
-        f"{picture}\n\n"
+        # Fenced so that markdown renderers keep the grid's lines and columns.
+        f"```\n{picture}\n```\n\n"
         "End your reply with 'The answer is ' followed by your moves, e.g. 'The answer is R R D.'"
     )
     return _task(

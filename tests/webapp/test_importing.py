@@ -144,7 +144,29 @@ def test_humaneval_imports_164_code_tasks() -> None:
     assert set(first.reference) == {"tests", "entry_point", "solution"}
     assert first.reference["entry_point"] == "has_close_elements"
     assert "def check(candidate)" in first.reference["tests"]
-    assert first.prompt.startswith("from typing import List")
+    assert first.prompt.startswith(importing.HUMANEVAL_INSTRUCTION)
+    assert "```python\nfrom typing import List" in first.prompt
+    assert first.reference["solution"].startswith("from typing import List")
+
+
+@pytest.mark.django_db
+def test_imported_humaneval_solutions_verify_in_the_sandbox() -> None:
+    """The imported reference solution passes the task's own tests through the code verifier,
+    and a wrong one fails: the task as stored is usable."""
+    from models_gpu.verifiers import verify
+    from webapp.tasks.selectors import task_payloads
+    from workers.specs import task_spec
+
+    task_set = importing.import_into_task_set(
+        source=importing.humaneval_source(), task_set_name="HumanEval"
+    )
+    for payload in task_payloads(task_set_id=task_set.pk)[:4]:
+        task = task_spec(payload)
+        solution = payload["reference"]["solution"]
+        assert verify(task, f"```python\n{solution}\n```").correct, payload["prompt"]
+        entry_point = payload["reference"]["entry_point"]
+        broken = f"{solution}\n\ndef {entry_point}(*args, **kwargs):\n    return None\n"
+        assert not verify(task, f"```python\n{broken}\n```").correct
 
 
 @pytest.mark.django_db

@@ -66,7 +66,8 @@ def _markdown_without_raw_html() -> markdown.Markdown:
     """Raw HTML in the source is shown as text (a model writing ``<script>`` shows it, it does
     not vanish), and the sanitizer still guards the output."""
     converter = markdown.Markdown(
-        extensions=["fenced_code", "codehilite", "tables", "sane_lists"],
+        # nl2br: people and models write chat text, where a line break is meant as one.
+        extensions=["fenced_code", "codehilite", "tables", "sane_lists", "nl2br"],
         extension_configs={"codehilite": {"guess_lang": False, "css_class": "codehilite"}},
     )
     converter.preprocessors.deregister("html_block")

