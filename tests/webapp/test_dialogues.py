@@ -84,5 +84,9 @@ def test_transcripts_filter_by_run_and_outcome(researcher_client, run) -> None: 
         reverse("dialogue_list"), {"run": run.pk, "outcome": "unsolved"}
     )
     assert [d.sample_index for d in response.context["page"]] == [1]
-    empty = researcher_client.get(reverse("dialogue_list"), {"run": 999999})
-    assert "No transcripts" in empty.content.decode()
+    empty = researcher_client.get(reverse("dialogue_list"), {"run": run.pk, "outcome": "error"})
+    assert "No transcripts match these filters" in empty.content.decode()
+    # A run that does not exist is ignored with a visible note, never an error page.
+    unknown = researcher_client.get(reverse("dialogue_list"), {"run": 999999})
+    assert "Ignored run=" in unknown.content.decode()
+    assert len(unknown.context["page"]) == 2

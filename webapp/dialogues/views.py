@@ -1,34 +1,78 @@
+"""Transcript pages: the filtered list, one dialogue, and two runs of a task side by side.
+
+Any signed-in user may read transcripts for now (annotators included); queue-based limits for
+annotators come with the labelling queues.
+"""
+
 from __future__ import annotations
 
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
+from django_htmx.http import push_url
 
 from webapp.dialogues import selectors
+from webapp.dialogues.filters import DEFAULT_SORT, SORTS
+from webapp.dialogues.forms import CompareForm, DialogueFilterForm
 from webapp.dialogues.models import Dialogue
-from webapp.runs.models import Run
 
 DIALOGUES_PER_PAGE = 50
+ROWS_TARGET = "dialogue-rows"
+
+
+def _page_number(request: HttpRequest) -> int:
+    value = request.GET.get("page", "")
+    return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+def _clean_query(query: QueryDict) -> QueryDict:
+    """The query without empty parameters (what a GET form sends for untouched fields), so
+    shared links stay short."""
+    clean = QueryDict(mutable=True)
+    for name, values in query.lists():
+        kept = [value for value in values if value.strip()]
+        if kept:
+            clean.setlist(name, kept)
+    return clean
+
+
+def _sort_links(query: QueryDict, current: str) -> dict[str, str]:
+    """For each sortable column, the query that sorts by it (toggling the direction when it is
+    already the sort key); pagination restarts at page 1."""
+    links = {}
+    for key in SORTS:
+        params = query.copy()
+        params.pop("page", None)
+        params["sort"] = f"-{key}" if current == key else key
+        links[key] = params.urlencode()
+    return links
 
 
 def dialogue_list(request: HttpRequest) -> HttpResponse:
-    run_id = request.GET.get("run", "")
-    outcome = request.GET.get("outcome", "")
-    if outcome not in Dialogue.Outcome.values:
-        outcome = ""
-    run_pk = int(run_id) if run_id.isdigit() else None
-    run = Run.objects.filter(pk=run_pk).first() if run_pk else None
-    dialogues = selectors.dialogue_list(run_id=run_pk, outcome=outcome)
+    form = DialogueFilterForm.from_query(request.GET)
+    filters = form.filters()
+    dialogues = selectors.dialogue_list(filters=filters)
     page = Paginator(dialogues, DIALOGUES_PER_PAGE).get_page(request.GET.get("page"))
+    query = _clean_query(request.GET)
+    row_query = query.copy()
+    row_query["page"] = str(page.number)
     context = {
+        "form": form,
+        "filters": filters,
         "page": page,
-        "run": run,
-        "run_pk": run_pk,
-        "outcome": outcome,
-        "outcomes": Dialogue.Outcome.choices,
+        "run": form.cleaned_data.get("run"),
+        "filtered": any(value for name, value in form.cleaned_data.items() if name != "sort"),
+        "sort_key": filters.sort.removeprefix("-"),
+        "sort_descending": filters.sort.startswith("-"),
+        "sort_links": _sort_links(query, filters.sort),
+        # Rows link to the dialogue with the list's query: "back", prev and next keep it.
+        "row_query": row_query.urlencode(),
+        "default_sort": DEFAULT_SORT,
     }
-    if request.htmx:
-        return render(request, "dialogues/dialogue_list.html#rows", context)
+    if request.htmx and request.htmx.target == ROWS_TARGET:
+        response = render(request, "dialogues/dialogue_list.html#rows", context)
+        # The address bar shows the short, shareable form of the filters.
+        return push_url(response, f"{request.path}?{query.urlencode()}" if query else request.path)
     return render(request, "dialogues/dialogue_list.html", context)
 
 
@@ -37,4 +81,56 @@ def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
         dialogue = selectors.dialogue_with_turns(pk=pk)
     except Dialogue.DoesNotExist:
         raise Http404("No such dialogue.") from None
-    return render(request, "dialogues/dialogue_detail.html", {"dialogue": dialogue})
+    list_query = _clean_query(request.GET).urlencode()
+    neighbours = None
+    if list_query:  # opened from a list: walk it with prev/next
+        filters = DialogueFilterForm.from_query(request.GET).filters()
+        neighbours = selectors.dialogue_neighbours(
+            filters=filters,
+            pk=dialogue.pk,
+            page_number=_page_number(request),
+            per_page=DIALOGUES_PER_PAGE,
+        )
+    list_params = _clean_query(request.GET)
+    list_params.pop("page", None)
+    context = {
+        "dialogue": dialogue,
+        "turns": list(dialogue.turns.all()),
+        "list_query": list_query,
+        "list_query_without_page": list_params.urlencode(),
+        "neighbours": neighbours,
+        "other_runs": selectors.runs_with_task(
+            task_id=dialogue.task_id, exclude_run_id=dialogue.run_id
+        ),
+    }
+    return render(request, "dialogues/dialogue_detail.html", context)
+
+
+def dialogue_compare(request: HttpRequest) -> HttpResponse:
+    form = CompareForm.from_query(request.GET)
+    data = form.cleaned_data
+    task, left_run, right_run = data.get("task"), data.get("left_run"), data.get("right_run")
+    sample = data.get("sample") or 0
+    context: dict[str, object] = {
+        "form": form,
+        "task": task,
+        "left_run": left_run,
+        "right_run": right_run,
+        "sample": sample,
+    }
+    if task is not None:
+        context["runs"] = list(selectors.runs_with_task(task_id=task.pk))
+    if task is not None and left_run is not None and right_run is not None:
+        left = selectors.compare_dialogue(task_id=task.pk, run_id=left_run.pk, sample_index=sample)
+        right = selectors.compare_dialogue(
+            task_id=task.pk, run_id=right_run.pk, sample_index=sample
+        )
+        context.update(
+            left=left,
+            right=right,
+            rounds=selectors.align_rounds(
+                left=list(left.turns.all()) if left else [],
+                right=list(right.turns.all()) if right else [],
+            ),
+        )
+    return render(request, "dialogues/dialogue_compare.html", context)

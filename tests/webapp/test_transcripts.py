@@ -1,0 +1,434 @@
+"""Browsing transcripts: the filtered, sorted list, one dialogue, and two runs side by side."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TaskSetFactory
+from webapp.dialogues.filters import DialogueFilters
+from webapp.dialogues.models import Dialogue, Turn
+from webapp.dialogues.selectors import align_rounds, dialogue_list
+from webapp.dialogues.services import dialogues_store
+from webapp.runs.models import Run
+
+pytestmark = pytest.mark.django_db
+
+
+def turn(role: str, kind: str, text: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "role": role, "kind": kind, "text": text, "private_context": {}, "extracted_answer": "",
+        "is_correct": None, "score": None, "verdict_details": {}, "leak_flag": False,
+        "prompt_tokens": 1, "completion_tokens": 1, "latency_ms": 0.0, **fields,
+    }  # fmt: skip
+
+
+def attempt(text: str, answer: str, correct: bool) -> dict[str, Any]:
+    return turn(
+        "student", "attempt", text, extracted_answer=answer, is_correct=correct,
+        score=float(correct), verdict_details={"expected": "3"},
+    )  # fmt: skip
+
+
+def feedback(text: str, leak: bool = False) -> dict[str, Any]:
+    return turn("teacher", "feedback", text, leak_flag=leak, private_context={"reference": "3"})
+
+
+def store(run: Run, task_id: int, sample: int, name: str, turns: list[dict[str, Any]]) -> None:
+    """Store one dialogue; its seed is its name's index, so tests can find it again."""
+    rounds = 0
+    for index, item in enumerate(turns):
+        if item["role"] == "student":
+            rounds += 1
+        item.update(index=index, round=max(rounds, 1))
+    attempts = [t for t in turns if t["kind"] == "attempt"]
+    correct_rounds = [t["round"] for t in attempts if t["is_correct"]]
+    dialogues_store(
+        run_id=run.pk,
+        dialogues=[
+            {
+                "task_id": task_id, "sample_index": sample, "seed": NAMES.index(name),
+                "outcome": "solved" if correct_rounds else "unsolved",
+                "first_correct_turn": correct_rounds[0] if correct_rounds else None,
+                "num_turns": rounds,
+                "end_reason": "solved" if correct_rounds else "max_turns", "turns": turns,
+            }
+        ],
+    )  # fmt: skip
+
+
+NAMES = ["a_first", "a_late", "a_question", "b_same", "b_solved"]
+
+
+def make_run(name: str, task_set: Any, student: Any = None) -> Run:
+    return Run.objects.create(
+        name=name, task_set=task_set, student=student or StudentFactory(),
+        protocol=ProtocolFactory(), config={}, config_hash="0" * 64,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def corpus() -> dict[str, Any]:
+    """Five dialogues in two runs over two tasks (in two task sets), one trait each."""
+    first_set, second_set = TaskSetFactory(), TaskSetFactory()
+    task_one, task_two = TaskFactory(task_set=first_set), TaskFactory(task_set=second_set)
+    run_a, run_b = make_run("run A", first_set), make_run("run B", first_set)
+    store(run_a, task_one.pk, 0, "a_first", [attempt("The answer is 3.", "3", True)])
+    store(run_a, task_one.pk, 1, "a_late", [
+        attempt("I think it is 4.", "4", False),
+        feedback("Check the carry in the last column."),
+        attempt("Still 4.", "4", False),
+        feedback("It is three, not four.", leak=True),
+        attempt("Then 3.", "3", True),
+    ])  # fmt: skip
+    store(run_a, task_two.pk, 0, "a_question", [
+        turn("student", "question", "Do you mean base ten?"),
+        feedback("Yes, base ten."),
+        attempt("7", "7", False),
+    ])  # fmt: skip
+    store(run_b, task_one.pk, 0, "b_same", [
+        attempt("Penguins running say 5.", "5", False),
+        feedback("Not quite."),
+        attempt("5 again.", "5", False),
+    ])  # fmt: skip
+    store(run_b, task_two.pk, 0, "b_solved", [
+        attempt("No idea.", "", False),
+        feedback("Add the two numbers."),
+        attempt("9", "9", True),
+    ])  # fmt: skip
+    return {
+        "run_a": run_a, "run_b": run_b, "task_one": task_one, "task_two": task_two,
+        "first_set": first_set, "second_set": second_set,
+    }  # fmt: skip
+
+
+def names(response: Any) -> list[str]:
+    return [NAMES[dialogue.seed] for dialogue in response.context["page"]]
+
+
+def listed(client: Any, params: dict[str, Any]) -> set[str]:
+    response = client.get(reverse("dialogue_list"), params)
+    assert response.status_code == 200
+    assert not response.context["form"].notes, response.context["form"].notes
+    return set(names(response))
+
+
+ALL = set(NAMES)
+
+FILTER_CASES = [
+    ({"outcome": "solved"}, {"a_first", "a_late", "b_solved"}),
+    ({"outcome": "unsolved"}, {"a_question", "b_same"}),
+    ({"outcome": "error"}, set()),
+    ({"first_correct": "1"}, {"a_first"}),
+    ({"first_correct": "2-3"}, {"a_late", "b_solved"}),
+    ({"first_correct": "3+"}, {"a_late"}),
+    ({"first_correct": "-2"}, {"a_first", "b_solved"}),
+    ({"first_correct": "5"}, set()),
+    ({"turns": "1"}, {"a_first"}),
+    ({"turns": "2-"}, ALL - {"a_first"}),
+    ({"turns": "3"}, {"a_late"}),
+    ({"leak": "yes"}, {"a_late"}),
+    ({"leak": "no"}, ALL - {"a_late"}),
+    ({"has": ["question"]}, {"a_question"}),
+    ({"has": ["question", "feedback"]}, {"a_question"}),
+    ({"has": ["feedback"]}, ALL - {"a_first"}),
+    ({"has": ["shard"]}, set()),
+    # Changed its answer: 4 → 4 → 3 did; 5 → 5 did not; "" → 9 did not (no answer is no answer).
+    ({"changed": "yes"}, {"a_late"}),
+    ({"changed": "no"}, ALL - {"a_late"}),
+    ({"q": "carry"}, {"a_late"}),
+    ({"q": "CARRY column"}, {"a_late"}),
+    ({"q": "base ten"}, {"a_question"}),
+    ({"q": "carry ten"}, set()),  # every word must match in the same turn
+    ({"q": "zebra"}, set()),
+    ({"outcome": "solved", "leak": "no", "turns": "1-"}, {"a_first", "b_solved"}),
+]
+
+
+@pytest.mark.parametrize(("params", "expected"), FILTER_CASES)
+def test_each_filter_keeps_exactly_the_matching_dialogues(
+    researcher_client: Any, corpus: dict[str, Any], params: dict[str, Any], expected: set[str]
+) -> None:
+    assert listed(researcher_client, params) == expected
+
+
+def test_filters_by_run_task_set_task_and_student(researcher_client: Any, corpus: Any) -> None:
+    client, run_a, run_b = researcher_client, corpus["run_a"], corpus["run_b"]
+    assert listed(client, {"run": run_a.pk}) == {"a_first", "a_late", "a_question"}
+    assert listed(client, {"run": run_b.pk}) == {"b_same", "b_solved"}
+    assert listed(client, {"task_set": corpus["second_set"].pk}) == {"a_question", "b_solved"}
+    assert listed(client, {"task": corpus["task_one"].pk}) == {"a_first", "a_late", "b_same"}
+    assert listed(client, {"task": 999999}) == set()
+    assert listed(client, {"student": run_b.student_id}) == {"b_same", "b_solved"}
+    assert listed(client, {"run": run_b.pk, "task": corpus["task_two"].pk}) == {"b_solved"}
+
+
+def test_search_is_stemmed_full_text_on_postgresql(researcher_client: Any, corpus: Any) -> None:
+    if connection.vendor != "postgresql":
+        # The SQLite fallback matches substrings, which also finds "run" in "running".
+        assert listed(researcher_client, {"q": "run"}) == {"b_same"}
+        return
+    assert listed(researcher_client, {"q": "run penguin"}) == {"b_same"}  # stems both words
+    assert listed(researcher_client, {"q": '"base ten"'}) == {"a_question"}  # a phrase
+    assert listed(researcher_client, {"q": "carry -column"}) == set()  # an exclusion
+
+
+def test_search_index_exists_only_on_postgresql() -> None:
+    with connection.cursor() as cursor:
+        indexes = connection.introspection.get_constraints(cursor, Turn._meta.db_table)
+    assert ("dialogues_turn_text_search" in indexes) == (connection.vendor == "postgresql")
+
+
+@pytest.mark.parametrize("text", ["'\"&|!:*()<>", "-", "a OR", "\\", "%_"])
+def test_search_never_fails_on_odd_input(researcher_client: Any, corpus: Any, text: str) -> None:
+    assert researcher_client.get(reverse("dialogue_list"), {"q": text}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("sort", "key"),
+    [
+        ("first_correct", lambda d: d.first_correct_turn),
+        ("turns", lambda d: d.num_turns),
+        ("outcome", lambda d: d.outcome),
+        ("run", lambda d: d.run_id),
+        ("task", lambda d: (d.task.position, d.task_id)),
+        ("student", lambda d: d.run.student.name),
+        ("created", lambda d: d.created_at),
+    ],
+)
+@pytest.mark.parametrize("descending", [False, True])
+def test_sorts_by_each_column_both_ways(
+    researcher_client: Any, corpus: Any, sort: str, key: Any, descending: bool
+) -> None:
+    response = researcher_client.get(
+        reverse("dialogue_list"), {"sort": f"-{sort}" if descending else sort}
+    )
+    rows = list(response.context["page"])
+    assert len(rows) == len(NAMES)
+    present = [key(row) for row in rows if key(row) is not None]
+    assert present == sorted(present, reverse=descending)
+    # Empty values (an unsolved dialogue's first correct turn) come last both ways.
+    missing = [index for index, row in enumerate(rows) if key(row) is None]
+    assert missing == list(range(len(present), len(rows)))
+
+
+def test_first_correct_sort_order_is_exact(researcher_client: Any, corpus: Any) -> None:
+    response = researcher_client.get(reverse("dialogue_list"), {"sort": "first_correct"})
+    assert names(response)[:3] == ["a_first", "b_solved", "a_late"]
+    response = researcher_client.get(reverse("dialogue_list"), {"sort": "-first_correct"})
+    assert names(response)[:3] == ["a_late", "b_solved", "a_first"]
+
+
+def test_bad_parameters_are_ignored_with_a_note(researcher_client: Any, corpus: Any) -> None:
+    params = {
+        "first_correct": "abc", "turns": "4-2", "outcome": "maybe", "run": "x", "sort": "bogus",
+        "has": "nope", "task": "-3", "leak": "sometimes", "student": "999999",
+    }  # fmt: skip
+    response = researcher_client.get(reverse("dialogue_list"), params)
+    assert response.status_code == 200
+    assert set(names(response)) == ALL
+    html = response.content.decode()
+    for name in params:
+        assert f"Ignored {name}=" in html
+    assert "The range starts after it ends." in html
+
+
+def test_pagination_keeps_the_filters(researcher_client: Any, corpus: Any) -> None:
+    task_set = corpus["first_set"]
+    run = make_run("big", task_set)
+    tasks = TaskFactory.create_batch(55, task_set=task_set)
+    for task in tasks:
+        store(run, task.pk, 0, "a_first", [attempt("3", "3", True)])
+    response = researcher_client.get(reverse("dialogue_list"), {"run": run.pk, "outcome": "solved"})
+    assert len(response.context["page"]) == 50
+    html = response.content.decode()
+    assert f"?run={run.pk}&amp;outcome=solved&amp;page=2" in html
+    second = researcher_client.get(
+        reverse("dialogue_list"), {"run": run.pk, "outcome": "solved", "page": 2}
+    )
+    assert len(second.context["page"]) == 5
+
+
+def test_htmx_request_gets_the_rows_and_a_short_url(researcher_client: Any, corpus: Any) -> None:
+    response = researcher_client.get(
+        reverse("dialogue_list"),
+        {"q": "", "outcome": "unsolved", "leak": "", "sort": "-run"},
+        headers={"HX-Request": "true", "HX-Target": "dialogue-rows"},
+    )
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="dialogue-rows">')
+    assert "<form" not in html
+    assert response["HX-Push-Url"] == "/dialogues/?outcome=unsolved&sort=-run"
+
+
+def test_list_page_uses_a_fixed_number_of_queries(researcher_client: Any) -> None:
+    task_set = TaskSetFactory()
+    run = make_run("r", task_set)
+    params = {
+        "run": run.pk, "task_set": task_set.pk, "student": run.student_id, "q": "answer",
+        "outcome": "solved", "first_correct": "1+", "turns": "1-4", "leak": "no",
+        "changed": "no", "has": ["attempt"], "sort": "-created",
+    }  # fmt: skip
+
+    def queries_for(count: int) -> int:
+        for task in TaskFactory.create_batch(count, task_set=task_set):
+            store(run, task.pk, 0, "a_first", [attempt("The answer is 3.", "3", True)])
+        with CaptureQueriesContext(connection) as context:
+            response = researcher_client.get(reverse("dialogue_list"), params)
+        assert len(response.context["page"]) == Dialogue.objects.filter(run=run).count()
+        return len(context.captured_queries)
+
+    assert queries_for(2) == queries_for(30)
+
+
+def test_dialogue_page_uses_a_fixed_number_of_queries(researcher_client: Any, corpus: Any) -> None:
+    def queries_for(name: str) -> int:
+        dialogue = Dialogue.objects.get(seed=NAMES.index(name))
+        with CaptureQueriesContext(connection) as context:
+            researcher_client.get(reverse("dialogue_detail", args=[dialogue.pk]), {"page": 1})
+        return len(context.captured_queries)
+
+    assert queries_for("a_first") == queries_for("a_late")  # one turn vs five turns
+
+
+HOSTILE = (
+    "<script>alert('x')</script> and <img src=x onerror=alert(1)> and "
+    "[click me](javascript:alert(1)) and $x^2 + 1$ and\n\n```python\nprint('hi')\n```"
+)
+
+
+def test_model_text_is_sanitized_markdown_with_math(researcher_client: Any, corpus: Any) -> None:
+    task = TaskFactory(
+        task_set=corpus["first_set"], prompt="Solve $x^2 = 4$ <script>bad()</script>"
+    )
+    store(corpus["run_a"], task.pk, 0, "a_first", [
+        attempt(HOSTILE, "<b>3</b>", True),
+        feedback(HOSTILE, leak=True),
+    ])  # fmt: skip
+    dialogue = Dialogue.objects.get(task=task)
+    html = researcher_client.get(reverse("dialogue_detail", args=[dialogue.pk])).content.decode()
+    assert "<script>alert" not in html and "<script>bad" not in html
+    assert "&lt;script&gt;alert" in html  # shown as text, not dropped
+    assert not re.search(r"<[a-z][^>]*\son[a-z]+=", html)  # no event-handler attribute
+    assert "<img" not in html
+    assert 'href="javascript:' not in html
+    assert "<math" in html and "<msup>" in html  # math became MathML
+    assert 'class="codehilite"' in html  # fenced code is highlighted
+    assert "<code>&lt;b&gt;3&lt;/b&gt;</code>" in html  # the extracted answer is escaped
+    assert "Leak flagged" in html
+
+
+def test_dialogue_page_shows_verdicts_private_context_and_compare_links(
+    researcher_client: Any, corpus: Any
+) -> None:
+    late = Dialogue.objects.get(seed=NAMES.index("a_late"))
+    html = researcher_client.get(reverse("dialogue_detail", args=[late.pk])).content.decode()
+    assert html.count("✘ wrong") == 2 and html.count("✔ correct") == 1
+    assert "extracted answer: <code>4</code>" in html
+    assert html.count('class="private-context"') >= 2  # the task's reference and the teacher's
+    assert 'id="show-private"' in html and "<details" in html
+    assert html.count("⚠ Leak flagged") == 1
+    compare = (
+        f"{reverse('dialogue_compare')}?task={late.task_id}&amp;left_run={late.run_id}"
+        f"&amp;right_run={corpus['run_b'].pk}&amp;sample=1"
+    )
+    assert compare in html
+
+
+def test_dialogue_page_walks_the_list_it_came_from(researcher_client: Any, corpus: Any) -> None:
+    listing = researcher_client.get(
+        reverse("dialogue_list"), {"run": corpus["run_a"].pk, "sort": "first_correct"}
+    )
+    order = [d.pk for d in listing.context["page"]]
+    assert (
+        f"?run={corpus['run_a'].pk}&amp;sort=first_correct&amp;page=1" in listing.content.decode()
+    )
+    middle = researcher_client.get(
+        reverse("dialogue_detail", args=[order[1]]),
+        {"run": corpus["run_a"].pk, "sort": "first_correct", "page": 1},
+    )
+    neighbours = middle.context["neighbours"]
+    assert (neighbours.previous_pk, neighbours.next_pk) == (order[0], order[2])
+    assert 'id="next-dialogue"' in middle.content.decode()
+    direct = researcher_client.get(reverse("dialogue_detail", args=[order[1]]))
+    assert direct.context["neighbours"] is None
+
+
+def test_align_rounds_pairs_turns_round_by_round() -> None:
+    def make(round_: int, role: str) -> Turn:
+        return Turn(round=round_, role=role, index=0, kind="attempt", text="")
+
+    left = [make(1, "student"), make(1, "teacher"), make(2, "student")]
+    right = [make(1, "student"), make(1, "teacher"), make(2, "student"), make(2, "teacher"),
+             make(3, "student")]  # fmt: skip
+    rounds = align_rounds(left=left, right=right)
+    assert [row.round for row in rounds] == [1, 2, 3]
+    assert [len(row.left) for row in rounds] == [2, 1, 0]
+    assert [len(row.right) for row in rounds] == [2, 2, 1]
+
+
+def test_compare_shows_two_runs_side_by_side(researcher_client: Any, corpus: Any) -> None:
+    params = {
+        "task": corpus["task_one"].pk, "left_run": corpus["run_a"].pk,
+        "right_run": corpus["run_b"].pk, "sample": 1,
+    }  # fmt: skip
+    response = researcher_client.get(reverse("dialogue_compare"), params)
+    assert [row.round for row in response.context["rounds"]] == [1, 2, 3]
+    html = response.content.decode()
+    # Sample 1 exists only in run A: the right side explains it instead of failing.
+    assert "This run has no dialogue of this task with sample 1" in html
+    response = researcher_client.get(reverse("dialogue_compare"), {**params, "sample": 0})
+    rounds = response.context["rounds"]
+    assert [row.round for row in rounds] == [1, 2]
+    assert [t.extracted_answer for t in rounds[0].right if t.kind == "attempt"] == ["5"]
+    html = response.content.decode()
+    assert "ended before this turn" in html  # run A solved at turn 1, run B went on
+    assert html.count("✔ correct") == 1 and html.count("✘ wrong") == 2
+
+
+def test_compare_explains_missing_choices(researcher_client: Any, corpus: Any) -> None:
+    url = reverse("dialogue_compare")
+    assert "Pick a task to compare" in researcher_client.get(url).content.decode()
+    picker = researcher_client.get(url, {"task": corpus["task_one"].pk}).content.decode()
+    assert 'id="compare-picker"' in picker and "run A" in picker and "run B" in picker
+    lonely = TaskFactory(task_set=corpus["first_set"])
+    assert (
+        "No run has played this task yet"
+        in researcher_client.get(url, {"task": lonely.pk}).content.decode()
+    )
+    bad = researcher_client.get(url, {"task": "abc", "left_run": "999999"})
+    assert bad.status_code == 200 and "Ignored task=" in bad.content.decode()
+
+
+def test_anonymous_users_are_sent_to_login(client: Any, corpus: Any) -> None:
+    dialogue = Dialogue.objects.first()
+    for url in [
+        reverse("dialogue_list"),
+        reverse("dialogue_detail", args=[dialogue.pk]),
+        reverse("dialogue_compare") + f"?task={corpus['task_one'].pk}",
+    ]:
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_annotators_can_read_transcripts(annotator_client: Any, corpus: Any) -> None:
+    dialogue = Dialogue.objects.first()
+    params = {
+        "task": dialogue.task_id,
+        "left_run": corpus["run_a"].pk,
+        "right_run": corpus["run_b"].pk,
+    }
+    assert annotator_client.get(reverse("dialogue_list"), {"q": "carry"}).status_code == 200
+    assert annotator_client.get(reverse("dialogue_detail", args=[dialogue.pk])).status_code == 200
+    assert annotator_client.get(reverse("dialogue_compare"), params).status_code == 200
+
+
+def test_selector_takes_a_filters_value(corpus: Any) -> None:
+    filters = DialogueFilters(outcome="unsolved", sort="-turns")
+    assert NAMES[dialogue_list(filters=filters)[0].seed] == "a_question"
+    assert dialogue_list(filters=filters).filter(leaked=True).count() == 0

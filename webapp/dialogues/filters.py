@@ -1,0 +1,76 @@
+"""What a transcript list is filtered and sorted by: a plain frozen value, built from the URL by
+``forms.DialogueFilterForm`` and read by ``selectors.dialogue_list``.
+
+Extension point: label filters (label values, labelled or not, assigned annotator) arrive with
+the annotations app. Each becomes a field here, a field on the form and one filter step in
+``selectors._FILTER_STEPS``; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import F
+from django.db.models.expressions import OrderBy
+
+
+@dataclass(frozen=True)
+class IntRange:
+    """An inclusive range of whole numbers; ``None`` leaves that end open."""
+
+    lower: int | None = None
+    upper: int | None = None
+
+    def __str__(self) -> str:
+        if self.lower is not None and self.lower == self.upper:
+            return str(self.lower)
+        if self.upper is None:
+            return f"{self.lower}+"
+        if self.lower is None:
+            return f"-{self.upper}"
+        return f"{self.lower}-{self.upper}"
+
+
+# URL value → (label, ORM ordering). A "-" prefix on the URL value sorts descending; every
+# ordering ends with the primary key so pages never overlap or skip a row.
+SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "run": ("run", ("run_id", "task__position", "task_id", "sample_index")),
+    "task": ("task", ("task__position", "task_id", "run_id", "sample_index")),
+    "student": ("student model", ("run__student__name", "run_id", "task_id", "sample_index")),
+    "outcome": ("outcome", ("outcome", "run_id", "task_id", "sample_index")),
+    "first_correct": ("first correct turn", ("first_correct_turn", "run_id", "task_id")),
+    "turns": ("number of turns", ("num_turns", "run_id", "task_id", "sample_index")),
+    "created": ("created", ("created_at",)),
+}
+DEFAULT_SORT = "-run"
+
+
+@dataclass(frozen=True)
+class DialogueFilters:
+    """Every criterion is optional; the empty value means "any"."""
+
+    run_id: int | None = None
+    task_set_id: int | None = None
+    task_id: int | None = None
+    student_id: int | None = None
+    outcome: str = ""
+    first_correct_turn: IntRange | None = None
+    num_turns: IntRange | None = None
+    # True: some teacher turn was flagged as leaking the answer; False: none was.
+    leaked: bool | None = None
+    # The dialogue has at least one turn of each of these kinds ("question", "attempt", ...).
+    turn_kinds: tuple[str, ...] = ()
+    # True: the student's attempts hold at least two distinct non-empty extracted answers, which
+    # is exactly "some attempt's answer differs from the previous attempt's" (see selectors).
+    changed_answer: bool | None = None
+    search: str = ""
+    sort: str = DEFAULT_SORT
+
+    @property
+    def ordering(self) -> tuple[OrderBy | str, ...]:
+        """The sort key first (descending when asked, empty values last on every database),
+        then the tie-breakers in their natural order."""
+        descending = self.sort.startswith("-")
+        first, *rest = SORTS.get(self.sort.removeprefix("-"), SORTS["run"])[1]
+        key = F(first).desc(nulls_last=True) if descending else F(first).asc(nulls_last=True)
+        return (key, *rest, "pk")

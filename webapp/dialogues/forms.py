@@ -1,0 +1,163 @@
+"""Forms that read the transcript pages' query strings. They validate, they never fail a page:
+a bad value is dropped and reported as a note (see ``DialogueFilterForm.notes``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+
+from webapp.dialogues.filters import DEFAULT_SORT, SORTS, DialogueFilters, IntRange
+from webapp.dialogues.models import Dialogue, Turn
+from webapp.models_registry.models import ModelSpec
+from webapp.runs.models import Run
+from webapp.tasks.models import Task, TaskSet
+
+RANGE_PATTERN = re.compile(r"^\s*(?P<lower>\d+)?\s*(?P<sep>-|–|\.\.|\+)?\s*(?P<upper>\d+)?\s*$")
+YES_NO_ANY = [("", "any"), ("yes", "yes"), ("no", "no")]
+
+
+class IntRangeField(forms.CharField):
+    """``3`` (exactly), ``2-4`` (inclusive), ``2+`` or ``2-`` (at least), ``-4`` (at most)."""
+
+    default_error_messages = {
+        "invalid": "Use a number (3), a range (2-4) or an open range (2+ or -4).",
+    }
+
+    def to_python(self, value: Any) -> IntRange | None:  # type: ignore[override]
+        text = super().to_python(value)
+        if not text:
+            return None
+        match = RANGE_PATTERN.match(text)
+        if not match or not (match["lower"] or match["upper"]):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        lower = int(match["lower"]) if match["lower"] else None
+        upper = int(match["upper"]) if match["upper"] else None
+        if match["sep"] is None:
+            return IntRange(lower, lower)
+        if match["sep"] == "+" and upper is not None:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        if lower is not None and upper is not None and lower > upper:
+            raise forms.ValidationError("The range starts after it ends.", code="invalid")
+        return IntRange(lower, upper)
+
+
+class RunChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]
+    def label_from_instance(self, obj: Run) -> str:  # type: ignore[override]
+        return f"#{obj.pk} {obj.name}"
+
+
+def _yes_no(value: str) -> bool | None:
+    return {"yes": True, "no": False}.get(value)
+
+
+class DialogueFilterForm(forms.Form):
+    q = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Search turns",
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "words in any turn"}),
+    )
+    run = RunChoiceField(queryset=Run.objects.only("pk", "name"), required=False, label="Run")
+    task_set = forms.ModelChoiceField(
+        queryset=TaskSet.objects.only("pk", "name", "version"), required=False, label="Task set"
+    )
+    task = forms.IntegerField(
+        required=False, min_value=1, label="Task id", widget=forms.NumberInput(attrs={"size": 6})
+    )
+    student = forms.ModelChoiceField(
+        queryset=ModelSpec.objects.filter(student_runs__isnull=False).distinct().only("pk", "name"),
+        required=False,
+        label="Student model",
+    )
+    outcome = forms.ChoiceField(
+        choices=[("", "any"), *Dialogue.Outcome.choices], required=False, label="Outcome"
+    )
+    first_correct = IntRangeField(
+        required=False,
+        label="First correct turn",
+        widget=forms.TextInput(attrs={"placeholder": "2, 2-4, 3+", "size": 6}),
+    )
+    turns = IntRangeField(
+        required=False,
+        label="Turns",
+        widget=forms.TextInput(attrs={"placeholder": "5, 1-3", "size": 6}),
+    )
+    leak = forms.ChoiceField(choices=YES_NO_ANY, required=False, label="Teacher leak flagged")
+    changed = forms.ChoiceField(
+        choices=YES_NO_ANY, required=False, label="Changed its answer after feedback"
+    )
+    has = forms.MultipleChoiceField(
+        choices=Turn.Kind.choices,
+        required=False,
+        label="Has a turn of kind",
+        widget=forms.CheckboxSelectMultiple,
+    )
+    sort = forms.ChoiceField(
+        # The default comes first, so an untouched form submits the order the page shows.
+        choices=sorted(
+            (
+                (f"{sign}{key}", f"{label} {'↓' if sign else '↑'}")
+                for key, (label, _) in SORTS.items()
+                for sign in ("", "-")
+            ),
+            key=lambda choice: choice[0] != DEFAULT_SORT,
+        ),
+        required=False,
+        label="Sort by",
+    )
+
+    @classmethod
+    def from_query(cls, query: Any) -> DialogueFilterForm:
+        form = cls(query)
+        form.is_valid()  # fills cleaned_data with the fields that are valid
+        return form
+
+    @property
+    def notes(self) -> list[str]:
+        """One readable line per ignored parameter."""
+        return [
+            f"Ignored {name}={self.data.get(name, '')!r}: {' '.join(errors)}"
+            for name, errors in self.errors.items()
+        ]
+
+    def filters(self) -> DialogueFilters:
+        data = self.cleaned_data
+        run, task_set, student = data.get("run"), data.get("task_set"), data.get("student")
+        return DialogueFilters(
+            run_id=run.pk if run else None,
+            task_set_id=task_set.pk if task_set else None,
+            task_id=data.get("task"),
+            student_id=student.pk if student else None,
+            outcome=data.get("outcome") or "",
+            first_correct_turn=data.get("first_correct"),
+            num_turns=data.get("turns"),
+            leaked=_yes_no(data.get("leak") or ""),
+            turn_kinds=tuple(data.get("has") or ()),
+            changed_answer=_yes_no(data.get("changed") or ""),
+            search=(data.get("q") or "").strip(),
+            sort=data.get("sort") or DEFAULT_SORT,
+        )
+
+
+class CompareForm(forms.Form):
+    """``/dialogues/compare/?task=&left_run=&right_run=&sample=``."""
+
+    task = forms.ModelChoiceField(queryset=Task.objects.all(), required=False)
+    left_run = RunChoiceField(queryset=Run.objects.only("pk", "name"), required=False)
+    right_run = RunChoiceField(queryset=Run.objects.only("pk", "name"), required=False)
+    sample = forms.IntegerField(required=False, min_value=0, initial=0)
+
+    @classmethod
+    def from_query(cls, query: Any) -> CompareForm:
+        form = cls(query)
+        form.is_valid()
+        return form
+
+    @property
+    def notes(self) -> list[str]:
+        return [
+            f"Ignored {name}={self.data.get(name, '')!r}: {' '.join(errors)}"
+            for name, errors in self.errors.items()
+        ]
