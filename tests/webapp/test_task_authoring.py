@@ -230,3 +230,17 @@ def test_annotators_cannot_edit_tasks_or_probe(annotator_client) -> None:  # typ
     )
     assert annotator_client.post(reverse("markdown_preview"), {"prompt": "x"}).status_code == 403
     assert Task.objects.count() == 1 and not VerifierProbe.objects.exists()
+
+
+def test_browser_line_endings_are_stored_as_plain_newlines(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    task_set = TaskSetFactory()
+    form = {
+        "prompt": "Line one\r\nLine two",
+        "verifier_kind": "code",
+        "tests": "def check(candidate):\r\n    assert candidate() == 1\r\n",
+        "entry_point": "f",
+    }
+    researcher_client.post(reverse("task_create", args=[task_set.pk]), form)
+    task = Task.objects.get()
+    assert task.prompt == "Line one\nLine two"
+    assert task.reference["tests"] == "def check(candidate):\n    assert candidate() == 1"

@@ -35,6 +35,14 @@ def parse_number(text: str) -> Fraction:
     return Fraction(text.replace(",", "").strip())
 
 
+class MultilineField(forms.CharField):
+    """A textarea's text with browser line endings (CRLF) made plain newlines, so code and
+    multi-line prompts are stored exactly as an author would write them in a file."""
+
+    def to_python(self, value: Any) -> str:
+        return str(super().to_python(value)).replace("\r\n", "\n").replace("\r", "\n")
+
+
 class JSONObjectField(forms.CharField):
     """A textarea holding a JSON object; empty means {}."""
 
@@ -63,7 +71,7 @@ class JSONObjectField(forms.CharField):
 class TaskForm(forms.Form):
     """The task editor. The quick-add form on a task set page renders only some of its fields."""
 
-    prompt = forms.CharField(
+    prompt = MultilineField(
         widget=forms.Textarea(attrs={"rows": 6}),
         help_text="What the student sees. Markdown, with $math$ and ```code```.",
     )
@@ -75,7 +83,7 @@ class TaskForm(forms.Form):
         required=False,
         help_text="Private: only the verifier and the teacher see it.",
     )
-    tests = forms.CharField(
+    tests = MultilineField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 6, "class": "mono"}),
         help_text="Code tasks: Python unit tests (e.g. a check(candidate) function).",
@@ -94,7 +102,7 @@ class TaskForm(forms.Form):
     domain = forms.CharField(max_length=64, required=False, initial="arithmetic")
     difficulty = forms.FloatField(required=False, min_value=0)
     tags = forms.CharField(required=False, help_text="Comma-separated.")
-    shards = forms.CharField(
+    shards = MultilineField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 4}),
         help_text="Underspecified tasks: one shard per line, in the order they are revealed. "
@@ -170,7 +178,7 @@ class TaskForm(forms.Form):
 
 
 class ProbeForm(forms.Form):
-    response = forms.CharField(
+    response = MultilineField(
         widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
         label="Try an answer",
         help_text="Type what a student might reply; the task's verifier checks it in a worker.",
