@@ -138,7 +138,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # larger uploads stream to a temp
 # --- Celery -----------------------------------------------------------------------------------
 # The embedded default still runs a real worker process; the broker is a folder of files.
 BROKER_DIR = DATA_DIR / "broker"
-CELERY_BROKER_URL = broker_url(env_str("CELERY_BROKER_URL", "filesystem://"))
+# "localhost//" only names the (virtual) host; the messages are files under BROKER_DIR.
+CELERY_BROKER_URL = broker_url(env_str("CELERY_BROKER_URL", "filesystem://localhost//"))
 if CELERY_BROKER_URL.startswith("filesystem://"):
     ensure_directory(BROKER_DIR / "queue", "broker")
     ensure_directory(BROKER_DIR / "control", "broker")

@@ -114,5 +114,5 @@ def test_embedded_defaults_need_no_environment(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://"]
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://localhost//"]
     assert (tmp_path / "broker" / "queue").is_dir()
