@@ -12,5 +12,7 @@ urlpatterns = [
     path("task-sets/", include("webapp.tasks.import_urls")),
     path("models/", include("webapp.models_registry.urls")),
     path("runs/", include("webapp.runs.urls")),
+    path("dialogues/export/", include("webapp.dialogues.export_urls")),
     path("dialogues/", include("webapp.dialogues.urls")),
+    path("annotations/", include("webapp.annotations.urls")),
 ]

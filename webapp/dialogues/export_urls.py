@@ -1,0 +1,5 @@
+"""Mounted at dialogues/export/: transcript exports."""
+
+from django.urls import path  # noqa: F401
+
+urlpatterns: list = []  # type: ignore[type-arg]
