@@ -15,4 +15,5 @@ urlpatterns = [
     path("dialogues/export/", include("webapp.dialogues.export_urls")),
     path("dialogues/", include("webapp.dialogues.urls")),
     path("annotations/", include("webapp.annotations.urls")),
+    path("people/", include("webapp.accounts.urls")),
 ]

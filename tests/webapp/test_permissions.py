@@ -9,8 +9,11 @@ from tests.factories import TaskSetFactory
 
 pytestmark = pytest.mark.django_db
 
-RESEARCHER_ONLY = ["task_set_list", "task_set_create", "model_list", "protocol_list", "run_create"]
-ANY_USER = ["home", "run_list", "dialogue_list"]
+RESEARCHER_ONLY = [
+    "task_set_list", "task_set_create", "model_list", "protocol_list", "run_create", "run_list",
+    "schema_list", "queue_create", "people",
+]  # fmt: skip
+ANY_USER = ["home", "dialogue_list", "queue_list"]
 
 
 @pytest.mark.parametrize("name", RESEARCHER_ONLY + ANY_USER)
@@ -34,8 +37,14 @@ def test_annotators_cannot_open_or_post_to_a_task_set(annotator_client) -> None:
 
 
 @pytest.mark.parametrize("name", ANY_USER)
-def test_annotators_read_runs_and_transcripts(annotator_client, name: str) -> None:  # type: ignore[no-untyped-def]
-    assert annotator_client.get(reverse(name)).status_code == 200
+def test_annotators_open_their_pages(annotator_client, name: str) -> None:  # type: ignore[no-untyped-def]
+    response = annotator_client.get(reverse(name), follow=True)
+    assert response.status_code == 200
+    assert "Runs</a>" not in response.content.decode(), "annotators are not shown run pages"
+
+
+def test_an_annotators_home_is_their_queues(annotator_client) -> None:  # type: ignore[no-untyped-def]
+    assert annotator_client.get(reverse("home"))["Location"] == reverse("queue_list")
 
 
 @pytest.mark.parametrize("name", RESEARCHER_ONLY + ANY_USER)

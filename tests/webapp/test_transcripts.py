@@ -416,16 +416,23 @@ def test_anonymous_users_are_sent_to_login(client: Any, corpus: Any) -> None:
         assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
 
 
-def test_annotators_can_read_transcripts(annotator_client: Any, corpus: Any) -> None:
-    dialogue = Dialogue.objects.first()
-    params = {
-        "task": dialogue.task_id,
-        "left_run": corpus["run_a"].pk,
-        "right_run": corpus["run_b"].pk,
-    }
-    assert annotator_client.get(reverse("dialogue_list"), {"q": "carry"}).status_code == 200
-    assert annotator_client.get(reverse("dialogue_detail", args=[dialogue.pk])).status_code == 200
-    assert annotator_client.get(reverse("dialogue_compare"), params).status_code == 200
+def test_annotators_read_only_the_transcripts_queued_for_them(
+    annotator_client: Any, annotator: Any, researcher: Any, corpus: Any
+) -> None:
+    from webapp.annotations.models import LabelSchema
+    from webapp.annotations.services import queue_create
+
+    assigned, other = Dialogue.objects.order_by("pk")[:2]
+    assert annotator_client.get(reverse("dialogue_detail", args=[assigned.pk])).status_code == 404
+    queue_create(
+        name="q", schema=LabelSchema.objects.first(), filter_query="",
+        dialogue_ids=[assigned.pk], annotators=[annotator], annotators_per_item=1,
+        created_by=researcher,
+    )  # fmt: skip
+    listed = annotator_client.get(reverse("dialogue_list"))
+    assert [d.pk for d in listed.context["page"]] == [assigned.pk]
+    assert annotator_client.get(reverse("dialogue_detail", args=[assigned.pk])).status_code == 200
+    assert annotator_client.get(reverse("dialogue_detail", args=[other.pk])).status_code == 404
 
 
 def test_selector_takes_a_filters_value(corpus: Any) -> None:

@@ -3,13 +3,15 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 
 from webapp.runs.selectors import run_list
 from webapp.tasks.selectors import task_set_list
 
 
 def home(request: HttpRequest) -> HttpResponse:
+    if not getattr(request.user, "is_researcher", False):
+        return redirect("queue_list")  # an annotator's work starts from their queues
     context = {
         "recent_runs": run_list()[:5],
         "task_sets": task_set_list()[:5],

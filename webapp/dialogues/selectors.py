@@ -9,6 +9,8 @@ from django.db import connection
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from webapp.accounts.models import User
+from webapp.annotations.models import QueueAssignment
 from webapp.dialogues.filters import DialogueFilters, IntRange
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.runs.models import Run
@@ -118,12 +120,24 @@ _FILTER_STEPS: Sequence[FilterStep] = (
 )
 
 
-def dialogue_list(*, filters: DialogueFilters) -> QuerySet[Dialogue]:
-    """The transcripts that match ``filters``, in their sort order, with what a list row shows
-    (run, task, student model, whether a teacher turn leaked) fetched in the same query."""
+def visible_to(dialogues: QuerySet[Dialogue], *, reader: User | None) -> QuerySet[Dialogue]:
+    """Researchers (and internal callers, ``reader=None``) see every dialogue; an annotator
+    sees only the dialogues a labelling queue assigns to them."""
+    if reader is None or reader.is_researcher:
+        return dialogues
+    return dialogues.filter(
+        Exists(QueueAssignment.objects.filter(dialogue=OuterRef("pk"), annotator=reader))
+    )
+
+
+def dialogue_list(*, filters: DialogueFilters, reader: User | None = None) -> QuerySet[Dialogue]:
+    """The transcripts that match ``filters`` (and that ``reader`` may see), in their sort
+    order, with what a list row shows (run, task, student model, whether a teacher turn leaked)
+    fetched in the same query."""
     dialogues = Dialogue.objects.select_related("task", "run", "run__student").annotate(
         leaked=Exists(_turns_of_dialogue().filter(role=Turn.Role.TEACHER, leak_flag=True))
     )
+    dialogues = visible_to(dialogues, reader=reader)
     for step in _FILTER_STEPS:
         dialogues = step(dialogues, filters)
     return dialogues.order_by(*filters.ordering)
@@ -140,13 +154,20 @@ class Neighbours:
 
 
 def dialogue_neighbours(
-    *, filters: DialogueFilters, pk: int, page_number: int, per_page: int
+    *,
+    filters: DialogueFilters,
+    pk: int,
+    page_number: int,
+    per_page: int,
+    reader: User | None = None,
 ) -> Neighbours:
     """Previous and next within the list page the dialogue was opened from (plus one row on
     either side, so the walk crosses page boundaries): one query of at most per_page + 2 ids."""
     start = max(0, (page_number - 1) * per_page - 1)
     stop = page_number * per_page + 1
-    window = list(dialogue_list(filters=filters).values_list("pk", flat=True)[start:stop])
+    window = list(
+        dialogue_list(filters=filters, reader=reader).values_list("pk", flat=True)[start:stop]
+    )
     if pk not in window:
         return Neighbours()
     position = window.index(pk)
@@ -165,9 +186,10 @@ def dialogue_neighbours(
     )
 
 
-def dialogue_with_turns(*, pk: int) -> Dialogue:
+def dialogue_with_turns(*, pk: int, reader: User | None = None) -> Dialogue:
     return (
-        Dialogue.objects.select_related(
+        visible_to(Dialogue.objects.all(), reader=reader)
+        .select_related(
             "task", "task__task_set", "run", "run__student", "run__teacher", "run__protocol"
         )
         .prefetch_related("turns")
@@ -175,14 +197,20 @@ def dialogue_with_turns(*, pk: int) -> Dialogue:
     )
 
 
-def runs_with_task(*, task_id: int, exclude_run_id: int | None = None) -> QuerySet[Run]:
-    """Runs that hold at least one dialogue of this task, newest first, with how many."""
-    runs = Run.objects.filter(dialogues__task_id=task_id)
+def runs_with_task(
+    *, task_id: int, exclude_run_id: int | None = None, reader: User | None = None
+) -> QuerySet[Run]:
+    """Runs that hold at least one dialogue of this task (that ``reader`` may see), newest
+    first, with how many."""
+    of_task = Q(dialogues__task_id=task_id)
+    if reader is not None and not reader.is_researcher:
+        of_task &= Q(dialogues__assignments__annotator=reader)
+    runs = Run.objects.filter(of_task)
     if exclude_run_id is not None:
         runs = runs.exclude(pk=exclude_run_id)
     return (
         runs.select_related("student")
-        .annotate(samples=Count("dialogues", filter=Q(dialogues__task_id=task_id)))
+        .annotate(samples=Count("dialogues", filter=of_task, distinct=True))
         .order_by("-created_at", "-pk")
     )
 
@@ -210,9 +238,12 @@ def align_rounds(*, left: Sequence[Turn], right: Sequence[Turn]) -> list[Aligned
     ]
 
 
-def compare_dialogue(*, task_id: int, run_id: int, sample_index: int) -> Dialogue | None:
+def compare_dialogue(
+    *, task_id: int, run_id: int, sample_index: int, reader: User | None = None
+) -> Dialogue | None:
     return (
-        Dialogue.objects.select_related("run", "run__student", "run__teacher")
+        visible_to(Dialogue.objects.all(), reader=reader)
+        .select_related("run", "run__student", "run__teacher")
         .prefetch_related("turns")
         .filter(task_id=task_id, run_id=run_id, sample_index=sample_index)
         .first()

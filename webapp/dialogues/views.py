@@ -1,7 +1,7 @@
 """Transcript pages: the filtered list, one dialogue, and two runs of a task side by side.
 
-Any signed-in user may read transcripts for now (annotators included); queue-based limits for
-annotators come with the labelling queues.
+Researchers read every transcript; an annotator reads only the dialogues a labelling queue
+assigns to them (the selectors take ``reader``; anything else answers 404).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django_htmx.http import push_url
 
+from webapp.accounts.models import User
 from webapp.dialogues import selectors
 from webapp.dialogues.filters import DEFAULT_SORT, SORTS
 from webapp.dialogues.forms import CompareForm, DialogueFilterForm
@@ -18,6 +19,10 @@ from webapp.dialogues.models import Dialogue
 
 DIALOGUES_PER_PAGE = 50
 ROWS_TARGET = "dialogue-rows"
+
+
+def _reader(request: HttpRequest) -> User:
+    return request.user  # type: ignore[return-value]
 
 
 def _page_number(request: HttpRequest) -> int:
@@ -51,7 +56,7 @@ def _sort_links(query: QueryDict, current: str) -> dict[str, str]:
 def dialogue_list(request: HttpRequest) -> HttpResponse:
     form = DialogueFilterForm.from_query(request.GET)
     filters = form.filters()
-    dialogues = selectors.dialogue_list(filters=filters)
+    dialogues = selectors.dialogue_list(filters=filters, reader=_reader(request))
     page = Paginator(dialogues, DIALOGUES_PER_PAGE).get_page(request.GET.get("page"))
     query = _clean_query(request.GET)
     row_query = query.copy()
@@ -78,7 +83,7 @@ def dialogue_list(request: HttpRequest) -> HttpResponse:
 
 def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
     try:
-        dialogue = selectors.dialogue_with_turns(pk=pk)
+        dialogue = selectors.dialogue_with_turns(pk=pk, reader=_reader(request))
     except Dialogue.DoesNotExist:
         raise Http404("No such dialogue.") from None
     list_query = _clean_query(request.GET).urlencode()
@@ -90,6 +95,7 @@ def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
             pk=dialogue.pk,
             page_number=_page_number(request),
             per_page=DIALOGUES_PER_PAGE,
+            reader=_reader(request),
         )
     list_params = _clean_query(request.GET)
     list_params.pop("page", None)
@@ -100,7 +106,7 @@ def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "list_query_without_page": list_params.urlencode(),
         "neighbours": neighbours,
         "other_runs": selectors.runs_with_task(
-            task_id=dialogue.task_id, exclude_run_id=dialogue.run_id
+            task_id=dialogue.task_id, exclude_run_id=dialogue.run_id, reader=_reader(request)
         ),
     }
     return render(request, "dialogues/dialogue_detail.html", context)
@@ -119,12 +125,16 @@ def dialogue_compare(request: HttpRequest) -> HttpResponse:
         "sample": sample,
     }
     if task is not None:
-        context["runs"] = list(selectors.runs_with_task(task_id=task.pk))
+        context["runs"] = list(selectors.runs_with_task(task_id=task.pk, reader=_reader(request)))
     if task is not None and left_run is not None and right_run is not None:
-        left = selectors.compare_dialogue(task_id=task.pk, run_id=left_run.pk, sample_index=sample)
-        right = selectors.compare_dialogue(
-            task_id=task.pk, run_id=right_run.pk, sample_index=sample
+        left = selectors.compare_dialogue(
+            task_id=task.pk, run_id=left_run.pk, sample_index=sample, reader=_reader(request)
         )
+        right = selectors.compare_dialogue(
+            task_id=task.pk, run_id=right_run.pk, sample_index=sample, reader=_reader(request)
+        )
+        if left is None and right is None and not _reader(request).is_researcher:
+            raise Http404("No such dialogue in your queues.")
         context.update(
             left=left,
             right=right,

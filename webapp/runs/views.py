@@ -13,6 +13,7 @@ from webapp.runs.forms import EvaluationRunForm, ProtocolForm
 from webapp.runs.models import Run
 
 
+@researcher_required
 def run_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(selectors.run_list(), 25).get_page(request.GET.get("page"))
     return render(request, "runs/run_list.html", {"page": page})
@@ -43,11 +44,13 @@ def _live_context(run: Run) -> dict[str, object]:
     return {"run": run, "curve": curve, "figure": figure}
 
 
+@researcher_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(selectors.run_list(), pk=pk)
     return render(request, "runs/run_detail.html", _live_context(run))
 
 
+@researcher_required
 def run_live(request: HttpRequest, pk: int) -> HttpResponse:
     """The polled fragment: progress, status and the chart's data.
 

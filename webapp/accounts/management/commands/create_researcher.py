@@ -13,6 +13,7 @@ from webapp.accounts.services import user_create
 
 
 class Command(BaseCommand):
+    role = User.Role.RESEARCHER
     help = (
         "Create a researcher account (researchers can do everything). The password comes from "
         "--password, the DIALAB_PASSWORD environment variable, or a prompt."
@@ -33,8 +34,9 @@ class Command(BaseCommand):
             validate_password(password, User(username=username, email=email))
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from None
-        user_create(username=username, password=password, email=email, role=User.Role.RESEARCHER)
-        self.stdout.write(self.style.SUCCESS(f"Created researcher {username!r}."))
+        user_create(username=username, password=password, email=email, role=self.role)
+        label = User.Role(self.role).label.lower()
+        self.stdout.write(self.style.SUCCESS(f"Created {label} {username!r}."))
 
     def _prompt_password(self) -> str:
         if not os.isatty(0):

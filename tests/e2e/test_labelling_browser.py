@@ -1,0 +1,123 @@
+"""Labelling in headless Chromium: a researcher builds a queue of unsolved dialogues from the
+transcript filter (k=2, two annotators); both label with the keyboard only, a reload keeps the
+draft; the researcher sees both labels and their history."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.factories import PASSWORD, TaskFactory, TaskSetFactory, UserFactory
+from tests.webapp.test_transcripts import attempt, feedback, make_run, store
+from webapp.annotations.models import Annotation, AnnotationRevision, QueueAssignment
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+SCREENSHOTS = Path(os.environ.get("DIALAB_SCREENSHOTS", "test-artifacts/screenshots"))
+
+
+def shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def login(page, username: str, path: str) -> None:  # type: ignore[no-untyped-def]
+    page.context.clear_cookies()
+    page.goto(path)
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+
+
+def wait_saved(page) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_function("document.getElementById('save-status').dataset.state === 'saved'")
+
+
+def test_two_annotators_label_a_queue_with_the_keyboard(page) -> None:  # type: ignore[no-untyped-def]
+    researcher = UserFactory(username="grace")
+    ada = UserFactory(username="ada", role="annotator")
+    alan = UserFactory(username="alan", role="annotator")
+    task_set = TaskSetFactory(name="Arithmetic")
+    run = make_run("baseline", task_set)
+    unsolved, solved = TaskFactory(task_set=task_set), TaskFactory(task_set=task_set)
+    store(run, unsolved.pk, 0, "a_late", [
+        attempt("$17 + 25 = 32$", "32", False),
+        feedback("The answer is 42.", leak=True),
+        attempt("Still **32**.", "32", False),
+    ])  # fmt: skip
+    store(run, solved.pk, 0, "a_first", [attempt("It is 3.", "3", True)])
+
+    # The researcher filters the transcripts and builds a queue from them.
+    login(page, researcher.username, "/dialogues/?outcome=unsolved")
+    page.wait_for_url("**/dialogues/?outcome=unsolved")
+    page.click("#label-these")
+    assert "1</strong> transcript" in page.content()
+    page.fill("#id_name", "Unsolved feedback")
+    page.select_option("#id_schema", label="Feedback quality")
+    page.fill("#id_annotators_per_item", "2")
+    page.check(f"#queue-form input[name=annotators][value='{ada.pk}']")
+    page.check(f"#queue-form input[name=annotators][value='{alan.pk}']")
+    page.click("#queue-form button[type=submit]")
+    page.wait_for_url("**/annotations/queues/*/")
+    assert QueueAssignment.objects.count() == 2
+    shot(page, "labelling-1-queue")
+
+    # Annotator 1: keyboard only.
+    login(page, ada.username, "/annotations/")
+    page.wait_for_url("**/annotations/")
+    assert "0/1" in page.locator("#queues").inner_text()
+    assert "Runs" not in page.locator(".topbar nav").inner_text()
+    page.click("text=Label next")
+    page.wait_for_url("**/annotations/items/*/")
+    page.keyboard.press("j")  # from the first student turn to the teacher's feedback
+    page.keyboard.press("4")  # helpfulness 4
+    wait_saved(page)
+    page.keyboard.press("Tab")
+    page.keyboard.press("n")  # correct: no
+    wait_saved(page)
+    shot(page, "labelling-2-annotator-draft")
+    page.reload()
+    assert page.locator("input[name=value][value='4']").first.is_checked()  # the draft is kept
+    assert page.locator(".question.focused").count() == 1
+    page.keyboard.press("?")
+    assert page.locator("#help-overlay").is_visible()
+    shot(page, "labelling-3-help")
+    page.keyboard.press("?")
+    page.keyboard.press("j")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    page.keyboard.press("y")  # reveals the answer: confirmed
+    page.keyboard.press("Tab")
+    page.keyboard.press("4")  # kind: gives the answer
+    wait_saved(page)
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/annotations/queues/*/")
+    assert QueueAssignment.objects.get(annotator=ada).status == "done"
+
+    # Annotator 2 does not see annotator 1's answers.
+    login(page, alan.username, "/annotations/")
+    page.click("text=Label next")
+    page.wait_for_url("**/annotations/items/*/")
+    assert not page.locator("input[name=value][value='4']").first.is_checked()
+    page.keyboard.press("j")
+    page.keyboard.press("2")
+    wait_saved(page)
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/annotations/queues/*/")
+
+    # The researcher sees both labels and the history.
+    values = dict(
+        Annotation.objects.filter(question__key="helpfulness").values_list(
+            "author__username", "value"
+        )
+    )
+    assert values == {"ada": 4, "alan": 2}
+    assert AnnotationRevision.objects.filter(author=ada).count() >= 3
+    login(page, researcher.username, "/annotations/")
+    page.click("text=Unsolved feedback")
+    page.click("text=Labels and history")
+    table = page.locator("#item-labels").inner_text()
+    assert "ada" in table and "alan" in table
+    shot(page, "labelling-4-history")

@@ -1,0 +1,270 @@
+"""Reads for labelling. Every page's query count is fixed (no N+1).
+
+Blind labelling lives here: the selectors an annotator's pages use only ever return that
+annotator's own answers; ``item_labels`` (everyone's answers) is for researchers' pages.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+
+from webapp.accounts.models import User
+from webapp.annotations.models import (
+    Annotation,
+    AnnotationRevision,
+    LabelQuestion,
+    LabelQueue,
+    LabelSchema,
+    QueueAssignment,
+)
+from webapp.annotations.services import prefill_value
+from webapp.dialogues.models import Dialogue, Turn
+
+DONE = QueueAssignment.Status.DONE
+
+
+def schema_list() -> QuerySet[LabelSchema]:
+    return LabelSchema.objects.annotate(
+        question_count=Count("questions", distinct=True), queue_count=Count("queues", distinct=True)
+    ).order_by("name")
+
+
+def schema_with_questions(*, pk: int) -> LabelSchema:
+    return LabelSchema.objects.prefetch_related(
+        Prefetch("questions", queryset=LabelQuestion.objects.order_by("position", "pk"))
+    ).get(pk=pk)
+
+
+def labellers() -> QuerySet[User]:
+    """Everyone who may be given items: annotators, and researchers too."""
+    return User.objects.filter(is_active=True).order_by("role", "username")
+
+
+def assigned_dialogue_ids(*, user: User) -> QuerySet[QueueAssignment]:
+    """For ``Exists``/``__in``: the dialogues some queue gives this user."""
+    return QueueAssignment.objects.filter(annotator=user).values("dialogue_id")
+
+
+def queue_list(*, user: User) -> QuerySet[LabelQueue]:
+    """Researchers: every queue, with overall progress. Annotators: their queues, with theirs."""
+    mine = Q(assignments__annotator=user)
+    queues = LabelQueue.objects.select_related("schema", "created_by").annotate(
+        total=Count("assignments"),
+        done=Count("assignments", filter=Q(assignments__status=DONE)),
+        my_total=Count("assignments", filter=mine),
+        my_done=Count("assignments", filter=mine & Q(assignments__status=DONE)),
+    )
+    return queues if user.is_researcher else queues.filter(my_total__gt=0)
+
+
+def queue_for_user(*, pk: int, user: User) -> LabelQueue:
+    """A queue the user may open (researchers: any; annotators: one they have items in)."""
+    queues = LabelQueue.objects.select_related("schema", "created_by")
+    if not user.is_researcher:
+        queues = queues.filter(
+            Exists(QueueAssignment.objects.filter(queue=OuterRef("pk"), annotator=user))
+        )
+    return queues.get(pk=pk)
+
+
+@dataclass(frozen=True)
+class AnnotatorProgress:
+    username: str
+    total: int
+    done: int
+    skipped: int
+
+
+def queue_progress(*, queue: LabelQueue) -> list[AnnotatorProgress]:
+    rows = (
+        QueueAssignment.objects.filter(queue=queue)
+        .values("annotator__username")
+        .annotate(
+            total=Count("pk"),
+            done=Count("pk", filter=Q(status=DONE)),
+            skipped=Count("pk", filter=Q(status=QueueAssignment.Status.SKIPPED)),
+        )
+        .order_by("annotator__username")
+    )
+    return [
+        AnnotatorProgress(row["annotator__username"], row["total"], row["done"], row["skipped"])
+        for row in rows
+    ]
+
+
+def my_items(*, queue: LabelQueue, user: User) -> QuerySet[QueueAssignment]:
+    return (
+        QueueAssignment.objects.filter(queue=queue, annotator=user)
+        .select_related("dialogue", "dialogue__task")
+        .order_by("position")
+    )
+
+
+def queue_dialogues(*, queue: LabelQueue) -> QuerySet[Dialogue]:
+    """The queue's dialogues in order, each with its assignments (and annotators) prefetched."""
+    return (
+        Dialogue.objects.filter(
+            Exists(QueueAssignment.objects.filter(queue=queue, dialogue=OuterRef("pk")))
+        )
+        .select_related("task", "run")
+        .prefetch_related(
+            Prefetch(
+                "assignments",
+                queryset=QueueAssignment.objects.filter(queue=queue)
+                .select_related("annotator")
+                .order_by("annotator__username"),
+                to_attr="queue_assignments",
+            )
+        )
+        .order_by("pk")
+    )
+
+
+def next_item(*, queue: LabelQueue, user: User, after: int = -1) -> QueueAssignment | None:
+    """The user's next item to label: the first one to do after ``after`` (a position), then
+    from the start, then skipped ones."""
+    items = QueueAssignment.objects.filter(queue=queue, annotator=user)
+    pending = items.filter(status=QueueAssignment.Status.PENDING).order_by("position")
+    return (
+        pending.filter(position__gt=after).first()
+        or pending.first()
+        or items.filter(status=QueueAssignment.Status.SKIPPED).order_by("position").first()
+    )
+
+
+def assignment_for(*, pk: int, user: User) -> QueueAssignment:
+    """One of the user's own items, with what the labelling page shows; DoesNotExist otherwise
+    (nobody opens somebody else's item)."""
+    return (
+        QueueAssignment.objects.select_related(
+            "queue",
+            "queue__schema",
+            "dialogue",
+            "dialogue__task",
+            "dialogue__task__task_set",
+            "dialogue__run",
+            "dialogue__run__student",
+            "dialogue__run__teacher",
+        )
+        .prefetch_related(
+            Prefetch("dialogue__turns", queryset=Turn.objects.order_by("index")),
+            Prefetch(
+                "queue__schema__questions",
+                queryset=LabelQuestion.objects.order_by("position", "pk"),
+            ),
+        )
+        .get(pk=pk, annotator=user)
+    )
+
+
+@dataclass
+class QuestionState:
+    """A question about one turn (or the dialogue) and this annotator's answer to it."""
+
+    question: LabelQuestion
+    value: Any = None
+    answered: bool = False
+    prefilled: bool = False
+    choices: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class Stop:
+    """One place the labelling page stops at: a turn with questions, or the whole dialogue."""
+
+    turn: Turn | None
+    questions: list[QuestionState]
+
+
+@dataclass(frozen=True)
+class ItemNeighbours:
+    previous_pk: int | None
+    next_pk: int | None
+    done: int
+    total: int
+
+
+def item_neighbours(*, assignment: QueueAssignment) -> ItemNeighbours:
+    """Previous and next item of the same annotator in the queue, and their progress: one
+    query."""
+    rows = list(
+        QueueAssignment.objects.filter(
+            queue_id=assignment.queue_id, annotator_id=assignment.annotator_id
+        )
+        .order_by("position")
+        .values_list("pk", "status")
+    )
+    ids = [pk for pk, _ in rows]
+    index = ids.index(assignment.pk)
+    return ItemNeighbours(
+        previous_pk=ids[index - 1] if index > 0 else None,
+        next_pk=ids[index + 1] if index + 1 < len(ids) else None,
+        done=sum(1 for _, status in rows if status == DONE),
+        total=len(rows),
+    )
+
+
+def labelling_stops(*, assignment: QueueAssignment) -> list[Stop]:
+    """The turns and questions of an item with the annotator's own answers (never anybody
+    else's: blind labelling), prefilled suggestions where the question has one: one query on
+    top of ``assignment_for``'s."""
+    dialogue = assignment.dialogue
+    questions = list(assignment.queue.schema.questions.all())
+    mine = {
+        (answer.question_id, answer.turn_id): answer.value
+        for answer in Annotation.objects.filter(
+            dialogue=dialogue, author_id=assignment.annotator_id, question__in=questions
+        ).only("question_id", "turn_id", "value")
+    }
+    by_role: dict[str, list[LabelQuestion]] = defaultdict(list)
+    for question in questions:
+        by_role[question.role].append(question)
+
+    def states(turn: Turn | None, role: str) -> list[QuestionState]:
+        result = []
+        for question in by_role.get(role, []):
+            key = (question.pk, turn.pk if turn else None)
+            if key in mine:
+                state = QuestionState(question, mine[key], answered=True)
+            else:
+                suggestion = prefill_value(question=question, turn=turn)
+                state = QuestionState(question, suggestion, prefilled=suggestion is not None)
+            state.choices = question.answer_choices
+            result.append(state)
+        return result
+
+    stops = [Stop(turn, states(turn, turn.role)) for turn in dialogue.turns.all()]
+    if by_role.get(""):
+        stops.append(Stop(None, states(None, "")))
+    return stops
+
+
+@dataclass
+class LabelRow:
+    """One question about one turn (or the dialogue) with every annotator's answer."""
+
+    question: LabelQuestion
+    turn: Turn | None
+    answers: list[Annotation]
+
+
+def item_labels(*, queue: LabelQueue, dialogue: Dialogue) -> list[Annotation]:
+    """Everyone's answers to the queue's questions about a dialogue, with their revisions
+    (researchers only): two queries."""
+    return list(
+        Annotation.objects.filter(dialogue=dialogue, question__schema_id=queue.schema_id)
+        .select_related("question", "turn", "author")
+        .prefetch_related(
+            Prefetch(
+                "revisions",
+                queryset=AnnotationRevision.objects.select_related("author").order_by(
+                    "created_at", "pk"
+                ),
+            )
+        )
+        .order_by("question__position", "turn__index", "author__username")
+    )

@@ -1,0 +1,286 @@
+"""Writes for labelling: schemas and questions, queues and their assignments, answers.
+
+Saving an answer is an idempotent upsert keyed by (question, turn or dialogue, author); the
+client sends a nonce per answer given, so a retried or duplicated request writes at most one
+revision.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from webapp.accounts.models import User
+from webapp.annotations.models import (
+    Annotation,
+    AnnotationRevision,
+    LabelQuestion,
+    LabelQueue,
+    LabelSchema,
+    QueueAssignment,
+)
+from webapp.dialogues.models import Dialogue, Turn
+
+YES = {"yes", "true", "1", "y"}
+NO = {"no", "false", "0", "n"}
+
+
+# --- Schemas and questions -------------------------------------------------------------------
+
+
+def schema_save(*, name: str, guidelines: str, schema: LabelSchema | None = None) -> LabelSchema:
+    schema = schema or LabelSchema()
+    schema.name, schema.guidelines = name, guidelines
+    schema.full_clean()
+    schema.save()
+    return schema
+
+
+def question_save(
+    *,
+    schema: LabelSchema,
+    key: str,
+    text: str,
+    kind: str,
+    target: str,
+    options: list[Any],
+    guidelines: str = "",
+    prefill: str = "",
+    question: LabelQuestion | None = None,
+) -> LabelQuestion:
+    """Create a question at the end of the schema, or update ``question``."""
+    if question is None:
+        last = schema.questions.aggregate(last=Max("position"))["last"]
+        question = LabelQuestion(schema=schema, position=0 if last is None else last + 1)
+    question.key, question.text, question.kind, question.target = key, text, kind, target
+    question.options, question.guidelines, question.prefill = options, guidelines, prefill
+    question.full_clean()
+    question.save()
+    return question
+
+
+@transaction.atomic
+def question_move(*, question: LabelQuestion, offset: int) -> None:
+    """Move a question ``offset`` places up (negative) or down, renumbering 0..n-1."""
+    ordered = list(question.schema.questions.select_for_update().order_by("position", "pk"))
+    index = next(i for i, item in enumerate(ordered) if item.pk == question.pk)
+    target = min(max(index + offset, 0), len(ordered) - 1)
+    ordered.insert(target, ordered.pop(index))
+    for position, item in enumerate(ordered):
+        item.position = position
+    LabelQuestion.objects.bulk_update(ordered, ["position"])
+
+
+def question_delete(*, question: LabelQuestion) -> None:
+    question.delete()
+
+
+# --- Queues ----------------------------------------------------------------------------------
+
+
+def assign_balanced(
+    *, dialogue_ids: Sequence[int], annotator_ids: Sequence[int], per_item: int
+) -> list[tuple[int, int]]:
+    """(dialogue, annotator) pairs: each dialogue gets ``per_item`` distinct annotators and every
+    annotator's load differs from another's by at most one (least loaded first, ties broken in a
+    rotating order so the same people do not always pair up)."""
+    if not 1 <= per_item <= len(annotator_ids):
+        raise ValidationError("Each item needs between 1 and the number of annotators chosen.")
+    load = dict.fromkeys(annotator_ids, 0)
+    order = {annotator: rank for rank, annotator in enumerate(annotator_ids)}
+    pairs = []
+    for turn_number, dialogue_id in enumerate(dialogue_ids):
+        count = len(annotator_ids)
+        chosen = sorted(
+            annotator_ids,
+            key=lambda a: (load[a], (order[a] - turn_number * per_item) % count),
+        )[:per_item]
+        for annotator in chosen:
+            load[annotator] += 1
+            pairs.append((dialogue_id, annotator))
+    return pairs
+
+
+@transaction.atomic
+def queue_create(
+    *,
+    name: str,
+    schema: LabelSchema,
+    filter_query: str,
+    dialogue_ids: Sequence[int],
+    annotators: Sequence[User],
+    annotators_per_item: int,
+    created_by: User,
+) -> LabelQueue:
+    pairs = assign_balanced(
+        dialogue_ids=dialogue_ids,
+        annotator_ids=[user.pk for user in annotators],
+        per_item=annotators_per_item,
+    )
+    queue = LabelQueue.objects.create(
+        name=name,
+        schema=schema,
+        filter_query=filter_query,
+        annotators_per_item=annotators_per_item,
+        created_by=created_by,
+    )
+    position = {dialogue_id: index for index, dialogue_id in enumerate(dialogue_ids)}
+    QueueAssignment.objects.bulk_create(
+        QueueAssignment(
+            queue=queue,
+            dialogue_id=dialogue_id,
+            annotator_id=annotator_id,
+            position=position[dialogue_id],
+        )
+        for dialogue_id, annotator_id in pairs
+    )
+    return queue
+
+
+# --- Answers ---------------------------------------------------------------------------------
+
+
+def clean_value(*, question: LabelQuestion, raw: Sequence[str]) -> Any:
+    """The JSON value of an answer from what a form sent (one string, or several for multiple
+    choice). Raises ValidationError for a value the question does not allow."""
+    first = raw[0].strip() if raw else ""
+    kind = question.kind
+    if kind == LabelQuestion.Kind.FREE_TEXT:
+        return raw[0] if raw else ""
+    if kind == LabelQuestion.Kind.MULTIPLE_CHOICE:
+        chosen = [item for item in raw if item != ""]
+        unknown = [item for item in chosen if item not in question.options]
+        if unknown:
+            raise ValidationError(f"Not an option: {unknown[0]!r}.")
+        return [option for option in question.options if option in chosen]
+    if kind == LabelQuestion.Kind.YES_NO:
+        if first.lower() in YES:
+            return True
+        if first.lower() in NO:
+            return False
+        raise ValidationError("Answer yes or no.")
+    if kind == LabelQuestion.Kind.RATING:
+        try:
+            number = int(first)
+        except ValueError:
+            raise ValidationError("A rating is a whole number.") from None
+        if number not in question.scale:
+            raise ValidationError(
+                f"A rating is between {question.scale[0]} and {question.scale[-1]}."
+            )
+        return number
+    if first not in question.options:
+        raise ValidationError(f"Not an option: {first!r}.")
+    return first
+
+
+def _check_target(*, question: LabelQuestion, dialogue: Dialogue, turn: Turn | None) -> None:
+    if question.target == LabelQuestion.Target.DIALOGUE:
+        if turn is not None:
+            raise ValidationError("This question is about the whole dialogue.")
+        return
+    if turn is None or turn.dialogue_id != dialogue.pk or turn.role != question.role:
+        raise ValidationError(f"This question is about {question.get_target_display().lower()}.")
+
+
+def annotation_save(
+    *,
+    question: LabelQuestion,
+    dialogue: Dialogue,
+    turn: Turn | None,
+    author: User,
+    value: Any,
+    nonce: str = "",
+    draft: bool = True,
+) -> Annotation:
+    """Upsert one answer and record the change as a revision (who, when, old → new).
+
+    Idempotent: a request whose ``nonce`` this author already used changes nothing, and so does
+    saving the value already stored. Concurrent duplicates are settled by the unique
+    constraints (one annotation per item and author, one revision per author and nonce).
+    """
+    _check_target(question=question, dialogue=dialogue, turn=turn)
+    nonce = nonce or uuid.uuid4().hex
+    lookup: dict[str, Any] = {"question": question, "author": author, "turn": turn}
+    if turn is None:
+        lookup["dialogue"] = dialogue
+    for attempt in range(2):  # a concurrent first save may win the insert: read it and go on
+        try:
+            with transaction.atomic():
+                existing = AnnotationRevision.objects.filter(author=author, nonce=nonce).first()
+                if existing is not None:
+                    return existing.annotation
+                annotation = Annotation.objects.select_for_update().filter(**lookup).first()
+                old_value = None if annotation is None else annotation.value
+                if annotation is None:
+                    annotation = Annotation.objects.create(
+                        question=question, author=author, turn=turn, dialogue=dialogue,
+                        value=value, is_draft=draft,
+                    )  # fmt: skip
+                elif annotation.value == value and (draft or not annotation.is_draft):
+                    return annotation
+                else:
+                    annotation.value = value
+                    annotation.is_draft = draft and annotation.is_draft
+                    annotation.save(update_fields=["value", "is_draft", "updated_at"])
+                if old_value != value:
+                    AnnotationRevision.objects.create(
+                        annotation=annotation, author=author, old_value=old_value,
+                        new_value=value, nonce=nonce,
+                    )  # fmt: skip
+                return annotation
+        except IntegrityError:
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
+
+
+def prefill_value(*, question: LabelQuestion, turn: Turn | None) -> Any:
+    """The suggested answer a question starts from, or None."""
+    if question.prefill == LabelQuestion.Prefill.LEAK_FLAG and turn is not None:
+        return bool(turn.leak_flag)
+    return None
+
+
+@transaction.atomic
+def item_submit(*, assignment: QueueAssignment) -> QueueAssignment:
+    """Mark an item done: drafts become final, and suggested answers the annotator left as
+    they were are stored as confirmed. Submitting twice changes nothing the second time."""
+    assignment = QueueAssignment.objects.select_for_update().get(pk=assignment.pk)
+    if assignment.status == QueueAssignment.Status.DONE:
+        return assignment
+    dialogue = assignment.dialogue
+    questions = list(assignment.queue.schema.questions.all())
+    answered = set(
+        Annotation.objects.filter(
+            dialogue=dialogue, author_id=assignment.annotator_id, question__in=questions
+        ).values_list("question_id", "turn_id")
+    )
+    for question in (q for q in questions if q.prefill):
+        for turn in dialogue.turns.filter(role=question.role):
+            if (question.pk, turn.pk) not in answered:
+                annotation_save(
+                    question=question, dialogue=dialogue, turn=turn,
+                    author=assignment.annotator, value=prefill_value(question=question, turn=turn),
+                    nonce=f"prefill-{assignment.pk}-{question.pk}-{turn.pk}", draft=False,
+                )  # fmt: skip
+    Annotation.objects.filter(
+        dialogue=dialogue, author_id=assignment.annotator_id, question__in=questions, is_draft=True
+    ).update(is_draft=False, updated_at=timezone.now())
+    assignment.status = QueueAssignment.Status.DONE
+    assignment.submitted_at = timezone.now()
+    assignment.save(update_fields=["status", "submitted_at", "updated_at"])
+    return assignment
+
+
+def item_skip(*, assignment: QueueAssignment) -> None:
+    """Put an item aside (a done item stays done)."""
+    QueueAssignment.objects.filter(pk=assignment.pk, status=QueueAssignment.Status.PENDING).update(
+        status=QueueAssignment.Status.SKIPPED, updated_at=timezone.now()
+    )
