@@ -1,8 +1,7 @@
 """What a transcript list is filtered and sorted by: a plain frozen value, built from the URL by
 ``forms.DialogueFilterForm`` and read by ``selectors.dialogue_list``.
 
-Extension point: label filters (label values, labelled or not, assigned annotator) arrive with
-the annotations app. Each becomes a field here, a field on the form and one filter step in
+A new criterion is a field here, a field on the form and one filter step in
 ``selectors._FILTER_STEPS``; nothing else changes.
 """
 
@@ -46,6 +45,19 @@ DEFAULT_SORT = "-run"
 
 
 @dataclass(frozen=True)
+class LabelMatch:
+    """``helpfulness=5``, ``reveals_answer=yes``, ``feedback_kind=hint``: a question's key and
+    the value a submitted label gave it (yes/no as booleans, whole numbers as numbers)."""
+
+    key: str
+    value: bool | int | str
+
+    def __str__(self) -> str:
+        shown = {True: "yes", False: "no"}.get(self.value, self.value)  # type: ignore[call-overload]
+        return f"{self.key}={shown}"
+
+
+@dataclass(frozen=True)
 class DialogueFilters:
     """Every criterion is optional; the empty value means "any"."""
 
@@ -64,6 +76,11 @@ class DialogueFilters:
     # is exactly "some attempt's answer differs from the previous attempt's" (see selectors).
     changed_answer: bool | None = None
     search: str = ""
+    # Labels: some submitted label at all; a label question's key and the value it was given;
+    # the annotator a queue assigned the dialogue to.
+    labelled: bool | None = None
+    label: LabelMatch | None = None
+    annotator_id: int | None = None
     sort: str = DEFAULT_SORT
 
     @property

@@ -8,7 +8,8 @@ from typing import Any
 
 from django import forms
 
-from webapp.dialogues.filters import DEFAULT_SORT, SORTS, DialogueFilters, IntRange
+from webapp.accounts.models import User
+from webapp.dialogues.filters import DEFAULT_SORT, SORTS, DialogueFilters, IntRange, LabelMatch
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
@@ -50,6 +51,24 @@ class RunChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]
 
 def _yes_no(value: str) -> bool | None:
     return {"yes": True, "no": False}.get(value)
+
+
+class LabelMatchField(forms.CharField):
+    """``key=value``; yes/no become booleans and whole numbers numbers, as labels store them."""
+
+    def to_python(self, value: Any) -> LabelMatch | None:  # type: ignore[override]
+        text = (super().to_python(value) or "").strip()
+        if not text:
+            return None
+        key, sep, raw = (part.strip() for part in text.partition("="))
+        if not sep or not key or not raw:
+            raise forms.ValidationError("Write a label as question=value, e.g. helpfulness=5.")
+        parsed: bool | int | str = raw
+        if raw.lower() in ("yes", "no"):
+            parsed = raw.lower() == "yes"
+        elif re.fullmatch(r"-?\d+", raw):
+            parsed = int(raw)
+        return LabelMatch(key=key, value=parsed)
 
 
 class DialogueFilterForm(forms.Form):
@@ -94,6 +113,17 @@ class DialogueFilterForm(forms.Form):
         label="Has a turn of kind",
         widget=forms.CheckboxSelectMultiple,
     )
+    labelled = forms.ChoiceField(choices=YES_NO_ANY, required=False, label="Labelled")
+    label = LabelMatchField(
+        required=False,
+        label="Label",
+        widget=forms.TextInput(attrs={"placeholder": "helpfulness=5, reveals_answer=yes"}),
+    )
+    annotator = forms.ModelChoiceField(
+        queryset=User.objects.filter(assignments__isnull=False).distinct().only("pk", "username"),
+        required=False,
+        label="Assigned annotator",
+    )
     sort = forms.ChoiceField(
         # The default comes first, so an untouched form submits the order the page shows.
         choices=sorted(
@@ -137,6 +167,9 @@ class DialogueFilterForm(forms.Form):
             turn_kinds=tuple(data.get("has") or ()),
             changed_answer=_yes_no(data.get("changed") or ""),
             search=(data.get("q") or "").strip(),
+            labelled=_yes_no(data.get("labelled") or ""),
+            label=data.get("label"),
+            annotator_id=data["annotator"].pk if data.get("annotator") else None,
             sort=data.get("sort") or DEFAULT_SORT,
         )
 

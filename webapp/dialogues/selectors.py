@@ -10,7 +10,7 @@ from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet,
 from django.db.models.functions import Coalesce
 
 from webapp.accounts.models import User
-from webapp.annotations.models import QueueAssignment
+from webapp.annotations.models import Annotation, QueueAssignment
 from webapp.dialogues.filters import DialogueFilters, IntRange
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.runs.models import Run
@@ -110,8 +110,29 @@ def _filter_turns(dialogues: QuerySet[Dialogue], filters: DialogueFilters) -> Qu
     return dialogues
 
 
+def _filter_labels(
+    dialogues: QuerySet[Dialogue], filters: DialogueFilters, reader: User | None
+) -> QuerySet[Dialogue]:
+    """Submitted labels only. An annotator's label filters look at their own labels alone, so
+    filtering cannot reveal what others answered (blind labelling)."""
+    labels = Annotation.objects.filter(dialogue=OuterRef("pk"), is_draft=False)
+    if reader is not None and not reader.is_researcher:
+        labels = labels.filter(author=reader)
+    if filters.labelled is not None:
+        has_labels = Exists(labels)
+        dialogues = dialogues.filter(has_labels if filters.labelled else ~has_labels)
+    if filters.label is not None:
+        match = labels.filter(question__key=filters.label.key, value=filters.label.value)
+        dialogues = dialogues.filter(Exists(match))
+    if filters.annotator_id is not None:
+        assigned = QueueAssignment.objects.filter(
+            dialogue=OuterRef("pk"), annotator_id=filters.annotator_id
+        )
+        dialogues = dialogues.filter(Exists(assigned))
+    return dialogues
+
+
 FilterStep = Callable[[QuerySet[Dialogue], DialogueFilters], QuerySet[Dialogue]]
-# Label filters (label values, labelled or not, assigned annotator) become steps here.
 _FILTER_STEPS: Sequence[FilterStep] = (
     _filter_fields,
     _filter_turns,
@@ -140,6 +161,7 @@ def dialogue_list(*, filters: DialogueFilters, reader: User | None = None) -> Qu
     dialogues = visible_to(dialogues, reader=reader)
     for step in _FILTER_STEPS:
         dialogues = step(dialogues, filters)
+    dialogues = _filter_labels(dialogues, filters, reader)
     return dialogues.order_by(*filters.ordering)
 
 
