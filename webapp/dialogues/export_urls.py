@@ -1,5 +1,10 @@
 """Mounted at dialogues/export/: transcript exports."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []  # type: ignore[type-arg]
+from webapp.dialogues import export_views
+
+urlpatterns = [
+    path("", export_views.export_options, name="dialogue_export"),
+    path("download/", export_views.export_download, name="dialogue_export_download"),
+]
