@@ -11,7 +11,14 @@ import pytest
 
 from tests.factories import PASSWORD, TaskFactory, TaskSetFactory, UserFactory
 from tests.webapp.test_transcripts import attempt, feedback, make_run, store
-from webapp.annotations.models import Annotation, AnnotationRevision, QueueAssignment
+from webapp.annotations.defaults import ensure_default_schemas
+from webapp.annotations.models import (
+    Annotation,
+    AnnotationRevision,
+    LabelQuestion,
+    LabelSchema,
+    QueueAssignment,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -36,6 +43,8 @@ def wait_saved(page) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_two_annotators_label_a_queue_with_the_keyboard(page) -> None:  # type: ignore[no-untyped-def]
+    # Transactional tests empty the tables after each test, the migration's default schemas too.
+    ensure_default_schemas(schema_model=LabelSchema, question_model=LabelQuestion)
     researcher = UserFactory(username="grace")
     ada = UserFactory(username="ada", role="annotator")
     alan = UserFactory(username="alan", role="annotator")

@@ -37,6 +37,7 @@ from django.utils import timezone
 from webapp.accounts.models import User
 from webapp.core.dispatch import enqueue_on_commit
 from webapp.tasks.models import Task, TaskImport, TaskSet
+from webapp.tasks.services import TASK_CONTENT_FIELDS
 
 IMPORT_TASK = "workers.task_imports.import_tasks"
 BATCH_SIZE = 2000
@@ -61,19 +62,8 @@ REFERENCE_FIELDS = ("answer", "tests", "entry_point", "solution")
 # Fields a constant can fill when the source does not have them.
 DEFAULTABLE_FIELDS = ("verifier_kind", "domain", "difficulty", "tags")
 FILE_FORMATS = ("jsonl", "json", "csv", "dialab")
-DIALAB_FIELDS = (
-    "position",
-    "external_id",
-    "prompt",
-    "reference",
-    "verifier_kind",
-    "verifier_config",
-    "domain",
-    "difficulty",
-    "tags",
-    "shards",
-    "metadata",
-)
+# Dialab's own JSONL carries exactly the fields that make a task what it is.
+DIALAB_FIELDS = TASK_CONTENT_FIELDS
 
 # Lost-in-Conversation records: {task_id, task (the task type), shards: [{shard_id, shard_text}],
 # then fields that depend on the task type}. These are guesses the mapping step lets users change.
