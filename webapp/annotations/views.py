@@ -264,22 +264,24 @@ def item_answer(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
+def _next_item(assignment: QueueAssignment) -> HttpResponse:
+    return redirect(
+        f"{reverse('queue_next', args=[assignment.queue_id])}?after={assignment.position}"
+    )
+
+
 @require_POST
 def item_submit(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = _assignment_or_404(request, pk)
     services.item_submit(assignment=assignment)
-    return redirect(
-        f"{reverse('queue_next', args=[assignment.queue_id])}?after={assignment.position}"
-    )
+    return _next_item(assignment)
 
 
 @require_POST
 def item_skip(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = _assignment_or_404(request, pk)
     services.item_skip(assignment=assignment)
-    return redirect(
-        f"{reverse('queue_next', args=[assignment.queue_id])}?after={assignment.position}"
-    )
+    return _next_item(assignment)
 
 
 @researcher_required
