@@ -4,6 +4,7 @@ draft; the researcher sees both labels and their history."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -130,3 +131,24 @@ def test_two_annotators_label_a_queue_with_the_keyboard(page) -> None:  # type: 
     table = page.locator("#item-labels").inner_text()
     assert "ada" in table and "alan" in table
     shot(page, "labelling-4-history")
+
+    # The researcher sees agreement for the queue and exports the labelled transcripts.
+    schema_id = LabelQuestion.objects.get(key="helpfulness").schema_id
+    page.goto(f"/annotations/agreement/{schema_id}/")
+    agreement = page.content()
+    assert "helpfulness" in agreement and "Krippendorff" in agreement
+    shot(page, "labelling-5-agreement")
+    page.goto("/dialogues/?outcome=unsolved")
+    page.click("#export-link")
+    page.wait_for_selector("#export-count")
+    with page.expect_download() as download_info:
+        page.click("#export-download")
+    exported = Path(download_info.value.path()).read_text(encoding="utf-8").splitlines()
+    assert len(exported) == 1
+    record = json.loads(exported[0])
+    labels = [label for turn in record["turns"] for label in turn["labels"]]
+    helpfulness = {
+        label["author"]: label["value"] for label in labels if label["question"] == "helpfulness"
+    }
+    assert helpfulness == {"ada": 4, "alan": 2}
+    assert "reference" not in record["task"], "private context stays out unless asked for"
