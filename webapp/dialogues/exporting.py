@@ -53,8 +53,9 @@ EXPORT_CHUNK = 500
 
 # Query-string parameters that choose how to export, not what: never read as filters.
 OPTION_PARAMS = ("format", "include_private")
-# Parameters of the list page that are not filters (pagination).
-IGNORED_PARAMS = ("page",)
+# Parameters of the list page that do not select: pagination, and the sort (an export is always
+# in primary-key order).
+IGNORED_PARAMS = ("page", "sort")
 
 # record key → ORM path, in record order.
 _RUN_FIELDS = {
