@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.factories import PASSWORD, TaskFactory, TaskSetFactory, UserFactory
-from tests.webapp.test_transcripts import attempt, feedback, make_run, store
+from tests.transcript_builders import attempt, feedback, make_run, store
 from webapp.annotations.defaults import ensure_default_schemas
 from webapp.annotations.models import (
     Annotation,

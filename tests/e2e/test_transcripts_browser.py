@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.factories import PASSWORD, TaskFactory, TaskSetFactory, UserFactory
-from tests.webapp.test_transcripts import attempt, feedback, make_run, store
+from tests.transcript_builders import attempt, feedback, make_run, store
 from webapp.dialogues.models import Dialogue
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tests.factories import TaskFactory, TaskSetFactory, UserFactory
-from tests.webapp.test_transcripts import attempt, feedback, make_run, store
+from tests.transcript_builders import attempt, feedback, make_run, store
 from webapp.accounts.models import User
 from webapp.annotations import services
 from webapp.annotations.models import (

@@ -9,7 +9,6 @@ import pytest
 from django.urls import reverse
 
 from tests.factories import UserFactory
-from tests.webapp.test_transcripts import corpus  # noqa: F401  (the shared fixture)
 from webapp.annotations.models import LabelQuestion
 from webapp.annotations.services import annotation_save, queue_create
 from webapp.dialogues.models import Dialogue
@@ -24,7 +23,7 @@ def listed(client: Any, **params: Any) -> set[int]:
 
 
 @pytest.fixture
-def labelled(corpus: Any, researcher: Any, annotator: Any) -> dict[str, Any]:  # noqa: F811
+def labelled(corpus: Any, researcher: Any, annotator: Any) -> dict[str, Any]:
     """Two dialogues queued for ``annotator`` and a second annotator; each gives a different
     helpfulness to the first teacher turn of the first dialogue."""
     other = UserFactory(role="annotator")

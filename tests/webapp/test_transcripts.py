@@ -10,101 +10,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TaskSetFactory
+from tests.factories import TaskFactory, TaskSetFactory
+from tests.transcript_builders import NAMES, attempt, feedback, make_run, store
 from webapp.dialogues.filters import DialogueFilters
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.selectors import align_rounds, dialogue_list
-from webapp.dialogues.services import dialogues_store
-from webapp.runs.models import Run
 
 pytestmark = pytest.mark.django_db
-
-
-def turn(role: str, kind: str, text: str, **fields: Any) -> dict[str, Any]:
-    return {
-        "role": role, "kind": kind, "text": text, "private_context": {}, "extracted_answer": "",
-        "is_correct": None, "score": None, "verdict_details": {}, "leak_flag": False,
-        "prompt_tokens": 1, "completion_tokens": 1, "latency_ms": 0.0, **fields,
-    }  # fmt: skip
-
-
-def attempt(text: str, answer: str, correct: bool) -> dict[str, Any]:
-    return turn(
-        "student", "attempt", text, extracted_answer=answer, is_correct=correct,
-        score=float(correct), verdict_details={"expected": "3"},
-    )  # fmt: skip
-
-
-def feedback(text: str, leak: bool = False) -> dict[str, Any]:
-    return turn("teacher", "feedback", text, leak_flag=leak, private_context={"reference": "3"})
-
-
-def store(run: Run, task_id: int, sample: int, name: str, turns: list[dict[str, Any]]) -> None:
-    """Store one dialogue; its seed is its name's index, so tests can find it again."""
-    rounds = 0
-    for index, item in enumerate(turns):
-        if item["role"] == "student":
-            rounds += 1
-        item.update(index=index, round=max(rounds, 1))
-    attempts = [t for t in turns if t["kind"] == "attempt"]
-    correct_rounds = [t["round"] for t in attempts if t["is_correct"]]
-    dialogues_store(
-        run_id=run.pk,
-        dialogues=[
-            {
-                "task_id": task_id, "sample_index": sample, "seed": NAMES.index(name),
-                "outcome": "solved" if correct_rounds else "unsolved",
-                "first_correct_turn": correct_rounds[0] if correct_rounds else None,
-                "num_turns": rounds,
-                "end_reason": "solved" if correct_rounds else "max_turns", "turns": turns,
-            }
-        ],
-    )  # fmt: skip
-
-
-NAMES = ["a_first", "a_late", "a_question", "b_same", "b_solved"]
-
-
-def make_run(name: str, task_set: Any, student: Any = None) -> Run:
-    return Run.objects.create(
-        name=name, task_set=task_set, student=student or StudentFactory(),
-        protocol=ProtocolFactory(), config={}, config_hash="0" * 64,
-    )  # fmt: skip
-
-
-@pytest.fixture
-def corpus() -> dict[str, Any]:
-    """Five dialogues in two runs over two tasks (in two task sets), one trait each."""
-    first_set, second_set = TaskSetFactory(), TaskSetFactory()
-    task_one, task_two = TaskFactory(task_set=first_set), TaskFactory(task_set=second_set)
-    run_a, run_b = make_run("run A", first_set), make_run("run B", first_set)
-    store(run_a, task_one.pk, 0, "a_first", [attempt("The answer is 3.", "3", True)])
-    store(run_a, task_one.pk, 1, "a_late", [
-        attempt("I think it is 4.", "4", False),
-        feedback("Check the carry in the last column."),
-        attempt("Still 4.", "4", False),
-        feedback("It is three, not four.", leak=True),
-        attempt("Then 3.", "3", True),
-    ])  # fmt: skip
-    store(run_a, task_two.pk, 0, "a_question", [
-        turn("student", "question", "Do you mean base ten?"),
-        feedback("Yes, base ten."),
-        attempt("7", "7", False),
-    ])  # fmt: skip
-    store(run_b, task_one.pk, 0, "b_same", [
-        attempt("Penguins running say 5.", "5", False),
-        feedback("Not quite."),
-        attempt("5 again.", "5", False),
-    ])  # fmt: skip
-    store(run_b, task_two.pk, 0, "b_solved", [
-        attempt("No idea.", "", False),
-        feedback("Add the two numbers."),
-        attempt("9", "9", True),
-    ])  # fmt: skip
-    return {
-        "run_a": run_a, "run_b": run_b, "task_one": task_one, "task_two": task_two,
-        "first_set": first_set, "second_set": second_set,
-    }  # fmt: skip
 
 
 def names(response: Any) -> list[str]:

@@ -1,0 +1,63 @@
+"""Builders for stored dialogues in tests: turns as plain dicts, stored through the real
+service, and runs without a worker. Each stored dialogue's seed is its name's index in NAMES,
+so tests can find it again by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.factories import ProtocolFactory, StudentFactory
+from webapp.dialogues.services import dialogues_store
+from webapp.runs.models import Run
+
+
+def turn(role: str, kind: str, text: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "role": role, "kind": kind, "text": text, "private_context": {}, "extracted_answer": "",
+        "is_correct": None, "score": None, "verdict_details": {}, "leak_flag": False,
+        "prompt_tokens": 1, "completion_tokens": 1, "latency_ms": 0.0, **fields,
+    }  # fmt: skip
+
+
+def attempt(text: str, answer: str, correct: bool) -> dict[str, Any]:
+    return turn(
+        "student", "attempt", text, extracted_answer=answer, is_correct=correct,
+        score=float(correct), verdict_details={"expected": "3"},
+    )  # fmt: skip
+
+
+def feedback(text: str, leak: bool = False) -> dict[str, Any]:
+    return turn("teacher", "feedback", text, leak_flag=leak, private_context={"reference": "3"})
+
+
+def store(run: Run, task_id: int, sample: int, name: str, turns: list[dict[str, Any]]) -> None:
+    """Store one dialogue; its seed is its name's index, so tests can find it again."""
+    rounds = 0
+    for index, item in enumerate(turns):
+        if item["role"] == "student":
+            rounds += 1
+        item.update(index=index, round=max(rounds, 1))
+    attempts = [t for t in turns if t["kind"] == "attempt"]
+    correct_rounds = [t["round"] for t in attempts if t["is_correct"]]
+    dialogues_store(
+        run_id=run.pk,
+        dialogues=[
+            {
+                "task_id": task_id, "sample_index": sample, "seed": NAMES.index(name),
+                "outcome": "solved" if correct_rounds else "unsolved",
+                "first_correct_turn": correct_rounds[0] if correct_rounds else None,
+                "num_turns": rounds,
+                "end_reason": "solved" if correct_rounds else "max_turns", "turns": turns,
+            }
+        ],
+    )  # fmt: skip
+
+
+NAMES = ["a_first", "a_late", "a_question", "b_same", "b_solved"]
+
+
+def make_run(name: str, task_set: Any, student: Any = None) -> Run:
+    return Run.objects.create(
+        name=name, task_set=task_set, student=student or StudentFactory(),
+        protocol=ProtocolFactory(), config={}, config_hash="0" * 64,
+    )  # fmt: skip
