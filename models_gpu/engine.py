@@ -1,44 +1,122 @@
-"""The batched dialogue engine: every active dialogue advances one round at a time.
+"""The batched dialogue engine: every active dialogue of a run advances one round at a time.
 
-Per round: one ``student.generate`` call for all active dialogues, a verdict for each reply,
-finished dialogues reported and dropped, then one ``teacher.generate`` call for the rest. Jobs run
-in chunks of ``batch_size``. Finished dialogues are handed to ``on_finished`` at once; a stopped
-run reports nothing unfinished, so the caller re-runs exactly those jobs to resume. Because every
-draw is seeded by the job and the turn, a resumed dialogue comes out as it would have.
+A round is one ``student.generate`` call for all active dialogues, a verdict and a turn kind for
+each reply (``models_gpu.classify``), the dialogues that ended reported to ``on_finished`` and
+dropped, then one call for whoever answers the rest. Jobs run in chunks of ``batch_size``. A
+stopped run reports nothing unfinished, so the caller re-runs exactly those jobs to resume;
+because every draw is seeded by the job and the turn, a resumed dialogue comes out as it would
+have.
+
+Protocols (``ProtocolSpec.mode``):
+    didactic        The student sees the task and replies; every reply is verified. A wrong one
+                    gets teacher feedback (one teacher call per round); the teacher privately sees
+                    the reference and the verifier's details (as the protocol allows) and is told
+                    not to reveal the answer. Every teacher turn is checked for leaks
+                    (``models_gpu.leak``); with ``regenerate_leaks`` a flagged turn is generated
+                    again, up to that many times, one batched call per retry with a new seed.
+                    Ends "solved" at the first correct reply or "max_turns".
+    sharded         The student never sees ``task.prompt``. Turn 0 is shard 1 (role "user", kind
+                    "shard"). After each student reply that does not end the dialogue, the user
+                    simulator speaks once (one call per round): it reveals the next shard (kind
+                    "shard", ``private_context = {"shard": i, "shards_total": n}``) or, with every
+                    shard out, answers briefly (kind "other"). Only replies classified as
+                    attempts are verified and carry a verdict. Ends "solved" at the first correct
+                    attempt, "shards_exhausted" at an attempt made when every shard was out, or
+                    "max_turns". An attempt is premature when the last shard turn before it has
+                    ``shard < shards_total``. Tasks without shards are refused (ValueError naming
+                    them): a sharded run of unsharded tasks would silently be a single-turn run.
+    self_correction No teacher. After a wrong reply: "nudge" adds a user turn (kind "feedback")
+                    with the nudge template; "critique" makes one more student call per round
+                    with the self_critique template appended to that call's prompt only; the
+                    critique is stored as a student turn of kind "other" (its private context
+                    holds the instruction) and the student's later calls show it where feedback
+                    goes, as the message its next attempt answers (Self-Refine; RL²F's critique
+                    prediction), so roles keep alternating. Ends "solved" or "max_turns".
+    single_turn     One verified reply; ends "solved" or "max_turns".
+
+Outside sharded mode every student reply is verified and keeps its verdict, whatever its kind;
+a reply the verifier accepts is an attempt and ends the dialogue solved.
+
+Seeds: every call for a dialogue uses ``job.seed`` (backends vary their draws with the
+conversation), except a regenerated teacher turn, which uses ``derive_seed(job.seed, retry)``.
+
+Accounting (``EngineStats``): generations per role (``student_generations`` includes critiques,
+``teacher_calls`` includes leak regenerations, ``user_simulator_calls``, ``judge_calls``), prompt
+and completion tokens of every generation (judge included), wall time. A turn's tokens and
+latency cover every generation made for it, regenerations included.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
+from models_gpu import classify, leak
+from models_gpu.backends.scripted import ScriptedGenerator
+from models_gpu.backends.shard_revealer import shard_revealer_reply
+from models_gpu.classify import StudentTurnKind
+from models_gpu.leak import LeakReference
+from models_gpu.prompts import render_template, resolve_templates
 from models_gpu.types import (
     DialogueJob,
     DialogueResult,
+    EndReason,
     Generation,
     GenerationRequest,
     Generator,
     Message,
     ProtocolSpec,
+    Role,
+    TaskSpec,
+    TurnKind,
     TurnRecord,
     Verdict,
 )
 from models_gpu.verifiers import verify
 
-IMPLEMENTED_MODES = ("didactic", "single_turn")
+IMPLEMENTED_MODES = ("didactic", "sharded", "self_correction", "single_turn")
+SELF_CORRECTION_STYLES = ("nudge", "critique")
+CRITIQUE_INSTRUCTION_KEY = "critique_instruction"
+SpeakerRole = Literal["student", "teacher", "user_simulator", "judge"]
 
 
 @dataclass(frozen=True)
 class EngineStats:
     dialogues_finished: int
-    student_generations: int
-    teacher_calls: int  # teacher generations, one per feedback turn
-    prompt_tokens: int
+    student_generations: int  # every student generation, critiques included
+    teacher_calls: int  # teacher generations: one per feedback turn, plus leak regenerations
+    prompt_tokens: int  # every generation of the run, judge included
     completion_tokens: int
     wall_seconds: float
     stopped_early: bool
+    user_simulator_calls: int = 0  # user simulator generations (sharded)
+    judge_calls: int = 0  # judge generations (turn kinds and leaks)
+
+
+def derive_seed(seed: int, retry: int) -> int:
+    """A new, stable seed for the ``retry``-th regeneration of a turn (not ``hash()``: stable
+    across processes)."""
+    digest = hashlib.blake2b(f"{seed}:regenerate:{retry}".encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big") >> 1  # 31 bits: fits every backend's seed
+
+
+@dataclass
+class _Cost:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+    @classmethod
+    def of(cls, generation: Generation) -> _Cost:
+        return cls(generation.prompt_tokens, generation.completion_tokens, generation.latency_ms)
+
+    def add(self, generation: Generation) -> None:
+        self.prompt_tokens += generation.prompt_tokens
+        self.completion_tokens += generation.completion_tokens
+        self.latency_ms += generation.latency_ms
 
 
 @dataclass
@@ -46,21 +124,46 @@ class _Dialogue:
     """One dialogue in flight: its turns so far and how to show them to each speaker."""
 
     job: DialogueJob
+    templates: Mapping[str, str]
+    max_turns: int
+    leak_reference: LeakReference
     turns: list[TurnRecord] = field(default_factory=list)
     first_correct_turn: int | None = None
+    end_reason: EndReason | None = None
+    shards_revealed: int = 0
 
-    def student_request(self, protocol: ProtocolSpec) -> GenerationRequest:
-        messages = _system(protocol, "student_system")
-        messages.append(Message("user", self.job.task.prompt))
+    @property
+    def task(self) -> TaskSpec:
+        return self.job.task
+
+    @property
+    def shards_total(self) -> int:
+        return len(self.task.shards)
+
+    def template(self, name: str) -> str:
+        values = {"max_turns": self.max_turns, "shards_total": self.shards_total or ""}
+        return render_template(self.templates[name], values)
+
+    # --- What each speaker sees ---------------------------------------------------------------
+
+    def student_request(self, *, sharded: bool, instruction: str = "") -> GenerationRequest:
+        """The public conversation, the student's replies as "assistant". ``instruction`` is
+        appended as a last user message for this call only (the critique request)."""
+        messages = self._system("student_system")
+        if not sharded:
+            messages.append(Message("user", self.task.prompt))
         for turn in self.turns:
-            messages.append(Message("assistant" if turn.role == "student" else "user", turn.text))
+            speaks_as_student = turn.role == "student" and not _is_critique(turn)
+            messages.append(Message("assistant" if speaks_as_student else "user", turn.text))
+        if instruction:
+            messages.append(Message("user", instruction))
         return GenerationRequest(messages=tuple(messages), seed=self.job.seed)
 
     def teacher_request(self, protocol: ProtocolSpec) -> GenerationRequest:
         # The teacher posed the task, so from its side the task and its feedback are its own
-        # ("assistant") and the student's attempts come from the "user".
-        messages = _system(protocol, "teacher_system")
-        messages.append(Message("assistant", self.job.task.prompt))
+        # ("assistant") and the student's replies come from the "user".
+        messages = self._system("teacher_system")
+        messages.append(Message("assistant", self.task.prompt))
         for turn in self.turns:
             messages.append(Message("user" if turn.role == "student" else "assistant", turn.text))
         return GenerationRequest(
@@ -69,61 +172,86 @@ class _Dialogue:
             private_context=self._teacher_private_context(protocol),
         )
 
+    def simulator_request(self) -> GenerationRequest:
+        # The simulator plays the user: its own (user) turns are "assistant" from its side.
+        messages = self._system("user_simulator_system")
+        for turn in self.turns:
+            messages.append(Message("user" if turn.role == "student" else "assistant", turn.text))
+        unrevealed = list(self.task.shards[self.shards_revealed :])
+        return GenerationRequest(
+            messages=tuple(messages),
+            seed=self.job.seed,
+            private_context={
+                "unrevealed_shards": unrevealed,
+                "next_shard": unrevealed[0] if unrevealed else None,
+            },
+        )
+
+    def _system(self, template_name: str) -> list[Message]:
+        prompt = self.template(template_name)
+        return [Message("system", prompt)] if prompt else []
+
     def _teacher_private_context(self, protocol: ProtocolSpec) -> dict[str, Any]:
         verdict = self.turns[-1].verdict
-        assert verdict is not None, "the teacher answers a verified attempt"
+        assert verdict is not None, "the teacher answers a verified reply"
         context: dict[str, Any] = {"extracted": verdict.extracted}
         if protocol.teacher_sees_reference:
-            context["reference"] = dict(self.job.task.reference)
+            context["reference"] = dict(self.task.reference)
         if protocol.teacher_sees_verifier_details:
             context["verdict_details"] = dict(verdict.details)
         return context
 
-    def add_attempt(self, round_number: int, generation: Generation, verdict: Verdict) -> None:
-        self.turns.append(
-            TurnRecord(
-                index=len(self.turns),
-                round=round_number,
-                role="student",
-                kind="attempt",
-                text=generation.text,
-                verdict=verdict,
-                prompt_tokens=generation.prompt_tokens,
-                completion_tokens=generation.completion_tokens,
-                latency_ms=generation.latency_ms,
-            )
-        )
-        if verdict.correct and self.first_correct_turn is None:
-            self.first_correct_turn = round_number
+    # --- Recording turns ----------------------------------------------------------------------
 
-    def add_feedback(
-        self, round_number: int, generation: Generation, request: GenerationRequest
+    def add_turn(
+        self,
+        round_number: int,
+        role: Role,
+        kind: TurnKind,
+        text: str,
+        cost: _Cost | None = None,
+        **extra: Any,
     ) -> None:
+        cost = cost or _Cost()
         self.turns.append(
             TurnRecord(
                 index=len(self.turns),
                 round=round_number,
-                role="teacher",
-                kind="feedback",
-                text=generation.text,
-                private_context=request.private_context,
-                prompt_tokens=generation.prompt_tokens,
-                completion_tokens=generation.completion_tokens,
-                latency_ms=generation.latency_ms,
+                role=role,
+                kind=kind,
+                text=text,
+                prompt_tokens=cost.prompt_tokens,
+                completion_tokens=cost.completion_tokens,
+                latency_ms=cost.latency_ms,
+                **extra,
             )
         )
+
+    def reveal_shard(self, round_number: int, text: str, cost: _Cost | None = None) -> None:
+        self.shards_revealed += 1
+        context = {"shard": self.shards_revealed, "shards_total": self.shards_total}
+        self.add_turn(round_number, "user", "shard", text, cost, private_context=context)
 
     def result(self) -> DialogueResult:
-        solved = self.first_correct_turn is not None
+        assert self.end_reason is not None, "only ended dialogues are reported"
         return DialogueResult(
-            task_id=self.job.task.task_id,
+            task_id=self.task.task_id,
             sample_index=self.job.sample_index,
             seed=self.job.seed,
             turns=tuple(self.turns),
-            solved=solved,
+            solved=self.first_correct_turn is not None,
             first_correct_turn=self.first_correct_turn,
-            end_reason="solved" if solved else "max_turns",
+            end_reason=self.end_reason,
         )
+
+
+def _is_critique(turn: TurnRecord) -> bool:
+    return turn.role == "student" and CRITIQUE_INSTRUCTION_KEY in turn.private_context
+
+
+def default_user_simulator() -> Generator:
+    """The scripted shard-revealer: what sharded runs use when no simulator is given."""
+    return ScriptedGenerator(shard_revealer_reply)
 
 
 def run_dialogues(
@@ -135,11 +263,20 @@ def run_dialogues(
     on_finished: Callable[[list[DialogueResult]], None],
     should_stop: Callable[[], bool] = lambda: False,
     batch_size: int = 64,
+    user_simulator: Generator | None = None,
+    judge: Generator | None = None,
 ) -> EngineStats:
-    _check_arguments(protocol, teacher, batch_size)
-    run = _Run(protocol, student, teacher, on_finished, should_stop)
+    """Run ``jobs`` under ``protocol``; see the module docstring. ``user_simulator`` speaks in
+    sharded runs (default: the scripted shard-revealer); ``judge`` classifies ambiguous replies
+    and checks teacher turns for leaks when the protocol asks for it (without one, rules only)."""
+    templates = _check_arguments(jobs, protocol, teacher, batch_size)
+    if protocol.mode == "sharded" and user_simulator is None:
+        user_simulator = default_user_simulator()
+    run = _Run(
+        protocol, templates, student, teacher, user_simulator, judge, on_finished, should_stop
+    )
     for start in range(0, len(jobs), batch_size):
-        if not run.run_chunk([_Dialogue(job) for job in jobs[start : start + batch_size]]):
+        if not run.run_chunk([run.new_dialogue(job) for job in jobs[start : start + batch_size]]):
             return run.stats(stopped_early=True)
     return run.stats(stopped_early=False)
 
@@ -147,99 +284,313 @@ def run_dialogues(
 @dataclass
 class _Run:
     protocol: ProtocolSpec
+    templates: Mapping[str, str]
     student: Generator
     teacher: Generator | None
+    user_simulator: Generator | None
+    judge: Generator | None
     on_finished: Callable[[list[DialogueResult]], None]
     should_stop: Callable[[], bool]
     started: float = field(default_factory=time.perf_counter)
     dialogues_finished: int = 0
-    student_generations: int = 0
-    teacher_calls: int = 0
+    generations: dict[SpeakerRole, int] = field(
+        default_factory=lambda: {"student": 0, "teacher": 0, "user_simulator": 0, "judge": 0}
+    )
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    @property
+    def sharded(self) -> bool:
+        return self.protocol.mode == "sharded"
+
+    @property
+    def last_round(self) -> int:
+        return 1 if self.protocol.mode == "single_turn" else self.protocol.max_turns
+
+    def new_dialogue(self, job: DialogueJob) -> _Dialogue:
+        return _Dialogue(job, self.templates, self.last_round, leak.leak_reference(job.task))
+
     def run_chunk(self, active: list[_Dialogue]) -> bool:
         """Run one chunk of dialogues to the end; False when ``should_stop`` cut it short."""
-        last_round = 1 if self.protocol.mode == "single_turn" else self.protocol.max_turns
-        for round_number in range(1, last_round + 1):
+        if self.sharded:
+            for dialogue in active:
+                dialogue.reveal_shard(1, dialogue.task.shards[0])
+        for round_number in range(1, self.last_round + 1):
             if self.should_stop():
                 return False
-            active = self._student_round(active, round_number, last_round)
+            active = self._student_round(active, round_number)
             if not active:
                 return True
             if self.should_stop():
                 return False
-            self._teacher_round(active, round_number)
-        return True
+            self._respond(active, round_number)
+        raise AssertionError("the last round ends every dialogue")
 
-    def _student_round(
-        self, active: list[_Dialogue], round_number: int, last_round: int
-    ) -> list[_Dialogue]:
+    # --- The student's turn -------------------------------------------------------------------
+
+    def _student_round(self, active: list[_Dialogue], round_number: int) -> list[_Dialogue]:
         """Every active student replies; returns the dialogues that go on."""
-        requests = [dialogue.student_request(self.protocol) for dialogue in active]
-        generations = self._generate(self.student, requests)
-        self.student_generations += len(generations)
+        requests = [dialogue.student_request(sharded=self.sharded) for dialogue in active]
+        generations = self._generate("student", requests)
+        verdicts = [
+            verify(dialogue.task, generation.text)
+            for dialogue, generation in zip(active, generations, strict=True)
+        ]
+        kinds, judged = self._turn_kinds(active, requests, generations, verdicts)
         finished: list[_Dialogue] = []
         still_active: list[_Dialogue] = []
-        for dialogue, generation in zip(active, generations, strict=True):
-            verdict = verify(dialogue.job.task, generation.text)
-            dialogue.add_attempt(round_number, generation, verdict)
-            done = dialogue.first_correct_turn is not None or round_number == last_round
-            (finished if done else still_active).append(dialogue)
+        for i, (dialogue, generation, verdict) in enumerate(
+            zip(active, generations, verdicts, strict=True)
+        ):
+            kind = "attempt" if verdict.correct else kinds[i]
+            dialogue.add_turn(
+                round_number,
+                "student",
+                kind,
+                generation.text,
+                _Cost.of(generation),
+                verdict=verdict if kind == "attempt" or not self.sharded else None,
+                private_context=judged.get(i, {}),
+            )
+            dialogue.end_reason = self._end_reason(dialogue, kind, verdict, round_number)
+            if verdict.correct:
+                dialogue.first_correct_turn = round_number
+            (finished if dialogue.end_reason else still_active).append(dialogue)
         if finished:
             self.on_finished([dialogue.result() for dialogue in finished])
             self.dialogues_finished += len(finished)
         return still_active
 
-    def _teacher_round(self, active: list[_Dialogue], round_number: int) -> None:
-        assert self.teacher is not None, "only didactic dialogues outlive their first round"
-        requests = [dialogue.teacher_request(self.protocol) for dialogue in active]
-        generations = self._generate(self.teacher, requests)
-        self.teacher_calls += len(generations)
-        for dialogue, generation, request in zip(active, generations, requests, strict=True):
-            dialogue.add_feedback(round_number, generation, request)
+    def _end_reason(
+        self, dialogue: _Dialogue, kind: StudentTurnKind, verdict: Verdict, round_number: int
+    ) -> EndReason | None:
+        if verdict.correct:
+            return "solved"
+        if self.sharded and kind == "attempt" and dialogue.shards_revealed == dialogue.shards_total:
+            return "shards_exhausted"
+        if round_number == self.last_round:
+            return "max_turns"
+        return None
 
-    def _generate(
-        self, generator: Generator, requests: list[GenerationRequest]
-    ) -> list[Generation]:
+    def _turn_kinds(
+        self,
+        active: list[_Dialogue],
+        requests: list[GenerationRequest],
+        generations: list[Generation],
+        verdicts: list[Verdict],
+    ) -> tuple[list[StudentTurnKind], dict[int, dict[str, Any]]]:
+        """Rules for every reply; the judge for the ambiguous ones, in one batched call.
+        Returns the kinds and, for the judged replies, what the judge said."""
+        classifications = [
+            classify.classify_reply(dialogue.task, generation.text, verdict)
+            for dialogue, generation, verdict in zip(active, generations, verdicts, strict=True)
+        ]
+        kinds = [classification.kind for classification in classifications]
+        ambiguous = [i for i, c in enumerate(classifications) if c.ambiguous]
+        if not (self.protocol.judge_turn_kinds and self.judge is not None and ambiguous):
+            return kinds, {}
+        judge_requests = [
+            classify.judge_request(
+                context=requests[i].messages[-1].content if requests[i].messages else "",
+                reply=generations[i].text,
+                seed=active[i].job.seed,
+                template=active[i].template("judge_turn_kind"),
+            )
+            for i in ambiguous
+        ]
+        replies = self._generate("judge", judge_requests)
+        judged: dict[int, dict[str, Any]] = {}
+        for i, reply in zip(ambiguous, replies, strict=True):
+            label = classify.parse_judge_reply(reply.text)
+            if label is not None:
+                kinds[i] = label
+            judged[i] = {"turn_kind_judge": {"reply": reply.text, "label": label}}
+        return kinds, judged
+
+    # --- Whoever answers the student ----------------------------------------------------------
+
+    def _respond(self, active: list[_Dialogue], round_number: int) -> None:
+        mode = self.protocol.mode
+        if mode == "didactic":
+            self._teacher_round(active, round_number)
+        elif mode == "sharded":
+            self._simulator_round(active, round_number)
+        elif self.protocol.self_correction == "critique":
+            self._critique_round(active, round_number)
+        else:
+            for dialogue in active:
+                dialogue.add_turn(round_number, "user", "feedback", dialogue.template("nudge"))
+
+    def _teacher_round(self, active: list[_Dialogue], round_number: int) -> None:
+        assert self.teacher is not None, "checked by _check_arguments"
+        requests = [dialogue.teacher_request(self.protocol) for dialogue in active]
+        generations = self._generate("teacher", requests)
+        costs = [_Cost.of(generation) for generation in generations]
+        flags, judge_notes = self._leak_flags(active, generations)
+        regenerations = [0] * len(active)
+        for retry in range(1, self.protocol.regenerate_leaks + 1):
+            flagged = [i for i, flag in enumerate(flags) if flag]
+            if not flagged:
+                break
+            retry_requests = [
+                replace(requests[i], seed=derive_seed(requests[i].seed, retry)) for i in flagged
+            ]
+            retried = self._generate("teacher", retry_requests)
+            retried_flags, retried_notes = self._leak_flags([active[i] for i in flagged], retried)
+            for position, i in enumerate(flagged):
+                generations[i] = retried[position]
+                costs[i].add(retried[position])
+                flags[i] = retried_flags[position]
+                judge_notes[i] = retried_notes[position]
+                regenerations[i] = retry
+        for i, (dialogue, request) in enumerate(zip(active, requests, strict=True)):
+            context = dict(request.private_context)
+            if regenerations[i]:
+                context["leak_regenerations"] = regenerations[i]
+            if judge_notes[i] is not None:
+                context["leak_judge"] = judge_notes[i]
+            dialogue.add_turn(
+                round_number,
+                "teacher",
+                "feedback",
+                generations[i].text,
+                costs[i],
+                private_context=context,
+                leak_flag=flags[i],
+            )
+
+    def _leak_flags(
+        self, dialogues: list[_Dialogue], generations: list[Generation]
+    ) -> tuple[list[bool], list[str | None]]:
+        """Rule flags, then the judge (one batched call) for the turns the rules let through.
+        Returns the flags and, per turn, the judge's raw reply (None when not asked)."""
+        flags = [
+            leak.leaks(generation.text, dialogue.leak_reference)
+            for dialogue, generation in zip(dialogues, generations, strict=True)
+        ]
+        notes: list[str | None] = [None] * len(dialogues)
+        if not (self.protocol.judge_leaks and self.judge is not None):
+            return flags, notes
+        asked = [
+            i for i, flag in enumerate(flags) if not flag and dialogues[i].leak_reference.shown
+        ]
+        if not asked:
+            return flags, notes
+        requests = [
+            leak.judge_request(
+                reference=dialogues[i].leak_reference,
+                text=generations[i].text,
+                seed=dialogues[i].job.seed,
+                template=dialogues[i].template("judge_leak"),
+            )
+            for i in asked
+        ]
+        for i, reply in zip(asked, self._generate("judge", requests), strict=True):
+            notes[i] = reply.text
+            flags[i] = leak.parse_judge_reply(reply.text) is True
+        return flags, notes
+
+    def _simulator_round(self, active: list[_Dialogue], round_number: int) -> None:
+        requests = [dialogue.simulator_request() for dialogue in active]
+        generations = self._generate("user_simulator", requests)
+        for dialogue, generation in zip(active, generations, strict=True):
+            cost = _Cost.of(generation)
+            if dialogue.shards_revealed < dialogue.shards_total:
+                dialogue.reveal_shard(round_number, generation.text, cost)
+            else:
+                context = {"shards_total": dialogue.shards_total}
+                dialogue.add_turn(
+                    round_number, "user", "other", generation.text, cost, private_context=context
+                )
+
+    def _critique_round(self, active: list[_Dialogue], round_number: int) -> None:
+        instructions = [dialogue.template("self_critique") for dialogue in active]
+        requests = [
+            dialogue.student_request(sharded=False, instruction=instruction)
+            for dialogue, instruction in zip(active, instructions, strict=True)
+        ]
+        generations = self._generate("student", requests)
+        for dialogue, generation, instruction in zip(
+            active, generations, instructions, strict=True
+        ):
+            dialogue.add_turn(
+                round_number,
+                "student",
+                "other",
+                generation.text,
+                _Cost.of(generation),
+                private_context={CRITIQUE_INSTRUCTION_KEY: instruction},
+            )
+
+    # --- Calls and accounting -----------------------------------------------------------------
+
+    def _generate(self, role: SpeakerRole, requests: list[GenerationRequest]) -> list[Generation]:
+        generator = self._generator(role)
         generations = generator.generate(requests)
         if len(generations) != len(requests):
             raise RuntimeError(
                 f"{type(generator).__name__} returned {len(generations)} generations "
                 f"for {len(requests)} requests"
             )
+        self.generations[role] += len(generations)
         self.prompt_tokens += sum(generation.prompt_tokens for generation in generations)
         self.completion_tokens += sum(generation.completion_tokens for generation in generations)
         return generations
 
+    def _generator(self, role: SpeakerRole) -> Generator:
+        generator = {
+            "student": self.student,
+            "teacher": self.teacher,
+            "user_simulator": self.user_simulator,
+            "judge": self.judge,
+        }[role]
+        assert generator is not None, f"no {role} to call"
+        return generator
+
     def stats(self, *, stopped_early: bool) -> EngineStats:
         return EngineStats(
             dialogues_finished=self.dialogues_finished,
-            student_generations=self.student_generations,
-            teacher_calls=self.teacher_calls,
+            student_generations=self.generations["student"],
+            teacher_calls=self.generations["teacher"],
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
             wall_seconds=time.perf_counter() - self.started,
             stopped_early=stopped_early,
+            user_simulator_calls=self.generations["user_simulator"],
+            judge_calls=self.generations["judge"],
         )
 
 
-def _check_arguments(protocol: ProtocolSpec, teacher: Generator | None, batch_size: int) -> None:
+def _check_arguments(
+    jobs: Sequence[DialogueJob],
+    protocol: ProtocolSpec,
+    teacher: Generator | None,
+    batch_size: int,
+) -> dict[str, str]:
+    """Refuse what cannot run before any generation; returns the protocol's full templates."""
     if protocol.mode not in IMPLEMENTED_MODES:
-        # sharded (a user simulator reveals shards) and self_correction (the student critiques
-        # itself) slot in as further per-round steps after the student's turn.
-        raise NotImplementedError(
-            f"protocol mode {protocol.mode!r} is not implemented yet; "
-            f"implemented modes: {', '.join(IMPLEMENTED_MODES)}"
+        raise ValueError(
+            f"unknown protocol mode {protocol.mode!r}; modes: {', '.join(IMPLEMENTED_MODES)}"
         )
     if protocol.max_turns < 1:
         raise ValueError(f"max_turns must be at least 1, got {protocol.max_turns}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if protocol.regenerate_leaks < 0:
+        raise ValueError(f"regenerate_leaks must be at least 0, got {protocol.regenerate_leaks}")
+    if protocol.self_correction not in SELF_CORRECTION_STYLES:
+        raise ValueError(
+            f"self_correction must be one of {', '.join(SELF_CORRECTION_STYLES)}, "
+            f"got {protocol.self_correction!r}"
+        )
     if protocol.mode == "didactic" and teacher is None:
         raise ValueError("the didactic protocol needs a teacher")
-
-
-def _system(protocol: ProtocolSpec, template_name: str) -> list[Message]:
-    prompt = protocol.templates.get(template_name)
-    return [Message("system", prompt)] if prompt else []
+    if protocol.mode == "sharded":
+        unsharded = sorted({job.task.task_id for job in jobs if not job.task.shards})
+        if unsharded:
+            shown = ", ".join(map(str, unsharded[:20])) + (" ..." if len(unsharded) > 20 else "")
+            raise ValueError(
+                f"the sharded protocol needs tasks with shards; {len(unsharded)} task(s) have "
+                f"none: {shown}"
+            )
+    return resolve_templates(protocol.templates)

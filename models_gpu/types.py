@@ -6,7 +6,9 @@ to ``models_gpu``; results come back the same way. Nothing here knows about Djan
 Vocabulary:
     turn round (``round``): the k in "accuracy after turn k". Round k holds the student's k-th
         reply and whatever answered it (teacher feedback, a revealed shard, a nudge).
-    attempt: a student reply that the verifier checked.
+    attempt: a student reply that gives an answer (``TurnRecord.kind == "attempt"``); see
+        ``models_gpu.classify`` for how replies are told apart from questions and other talk.
+    In sharded dialogues turn 0 (shard 1) opens round 1, before the student's first reply.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ Role = Literal["system", "student", "teacher", "user"]
 TurnKind = Literal["attempt", "question", "feedback", "shard", "other"]
 EndReason = Literal["solved", "max_turns", "shards_exhausted", "error"]
 ProtocolMode = Literal["didactic", "sharded", "self_correction", "single_turn"]
+SelfCorrectionStyle = Literal["nudge", "critique"]
 
 
 @dataclass(frozen=True)
@@ -99,11 +102,30 @@ class RoleSpec:
 
 @dataclass(frozen=True)
 class ProtocolSpec:
+    """How dialogues run (``models_gpu.engine`` describes each mode).
+
+    mode: didactic | sharded | self_correction | single_turn.
+    max_turns: the most student replies (rounds) a dialogue gets; single_turn uses 1.
+    teacher_sees_reference / teacher_sees_verifier_details: the teacher's private context.
+    templates: overrides of ``models_gpu.prompts.DEFAULT_TEMPLATES`` by name; missing names use
+        the defaults, an empty string switches a system prompt off.
+    self_correction: after a wrong attempt, "nudge" (a fixed message) or "critique" (the student
+        critiques its own attempt first).
+    regenerate_leaks: how many times a teacher turn flagged as leaking the answer is generated
+        again (0: flag only).
+    judge_turn_kinds: ambiguous student replies go to the judge model (when one is given).
+    judge_leaks: teacher turns the rules did not flag go to the judge model (when one is given).
+    """
+
     mode: ProtocolMode
     max_turns: int
     teacher_sees_reference: bool = True
     teacher_sees_verifier_details: bool = True
     templates: Mapping[str, str] = field(default_factory=dict)
+    self_correction: SelfCorrectionStyle = "nudge"
+    regenerate_leaks: int = 0
+    judge_turn_kinds: bool = False
+    judge_leaks: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +146,7 @@ class TurnRecord:
     text: str
     private_context: Mapping[str, Any] = field(default_factory=dict)
     verdict: Verdict | None = None
+    leak_flag: bool = False  # a teacher turn that states the reference answer
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
@@ -149,3 +172,5 @@ class EvalSpec:
     teacher: RoleSpec | None
     jobs: tuple[DialogueJob, ...]
     batch_size: int = 64
+    user_simulator: RoleSpec | None = None  # sharded; None: the scripted shard-revealer
+    judge: RoleSpec | None = None  # turn-kind and leak judge, when the protocol asks for one

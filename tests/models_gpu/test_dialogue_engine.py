@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,37 +17,11 @@ from models_gpu.types import (
     ProtocolSpec,
     RoleSpec,
 )
+from tests.models_gpu.engine_doubles import Collector, Recording, transcript
+from tests.models_gpu.engine_doubles import run as run_protocol
 
 DIDACTIC = ProtocolSpec(mode="didactic", max_turns=5)
 MakeJobs = Callable[..., list[DialogueJob]]  # the make_jobs fixture
-
-
-@dataclass
-class Recording:
-    """Wraps a generator and remembers every batch it was asked for."""
-
-    inner: Generator
-    batches: list[list[GenerationRequest]] = field(default_factory=list)
-
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
-        self.batches.append(list(requests))
-        return self.inner.generate(requests)
-
-    @property
-    def batch_sizes(self) -> list[int]:
-        return [len(batch) for batch in self.batches]
-
-
-@dataclass
-class Collector:
-    calls: list[list[DialogueResult]] = field(default_factory=list)
-
-    def __call__(self, finished: list[DialogueResult]) -> None:
-        self.calls.append(finished)
-
-    @property
-    def results(self) -> list[DialogueResult]:
-        return [result for call in self.calls for result in call]
 
 
 def run(
@@ -57,22 +31,7 @@ def run(
     protocol: ProtocolSpec = DIDACTIC,
     **options: Any,
 ) -> tuple[list[DialogueResult], EngineStats]:
-    collector = Collector()
-    stats = run_dialogues(
-        jobs, protocol, student=student, teacher=teacher, on_finished=collector, **options
-    )
-    return collector.results, stats
-
-
-def transcript(result: DialogueResult) -> tuple[Any, ...]:
-    """What must not depend on batching or resuming (latencies do)."""
-    return (
-        result.task_id,
-        result.solved,
-        result.first_correct_turn,
-        result.end_reason,
-        tuple((turn.role, turn.text, turn.verdict) for turn in result.turns),
-    )
+    return run_protocol(jobs, student, teacher, protocol, **options)
 
 
 def student_with(**params: float) -> Generator:
@@ -291,9 +250,22 @@ def test_rejects_what_it_cannot_run(
     jobs = make_jobs(1)
     with pytest.raises(ValueError, match="needs a teacher"):
         run(jobs, scripted_student, None)
-    for mode in ("sharded", "self_correction"):
-        with pytest.raises(NotImplementedError, match=mode):
-            run(jobs, scripted_student, scripted_teacher, ProtocolSpec(mode=mode, max_turns=3))
+    with pytest.raises(ValueError, match="unknown protocol mode 'socratic'"):
+        run(jobs, scripted_student, scripted_teacher, ProtocolSpec("socratic", 3))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"needs tasks with shards; 1 task\(s\) have none: 0"):
+        run(jobs, scripted_student, scripted_teacher, ProtocolSpec("sharded", max_turns=3))
+    with pytest.raises(ValueError, match="self_correction must be one of nudge, critique"):
+        protocol = ProtocolSpec("self_correction", 3, self_correction="praise")  # type: ignore[arg-type]
+        run(jobs, scripted_student, None, protocol)
+    with pytest.raises(ValueError, match="regenerate_leaks"):
+        run(jobs, scripted_student, scripted_teacher, replace(DIDACTIC, regenerate_leaks=-1))
+    with pytest.raises(ValueError, match=r"unknown prompt template\(s\) \['studnet_system'\]"):
+        run(
+            jobs,
+            scripted_student,
+            scripted_teacher,
+            replace(DIDACTIC, templates={"studnet_system": ""}),
+        )
     with pytest.raises(ValueError, match="max_turns"):
         run(jobs, scripted_student, scripted_teacher, ProtocolSpec("didactic", max_turns=0))
     with pytest.raises(ValueError, match="batch_size"):

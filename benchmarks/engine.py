@@ -1,0 +1,340 @@
+"""Benchmark the dialogue engine against its backend: engine throughput vs one raw batched call,
+and vs running the same dialogues one at a time.
+
+    .venv/bin/python benchmarks/engine.py --model /tmp/house-full
+    .venv/bin/python benchmarks/engine.py --model DIR --backends vllm --dialogues 256 --max-turns 5
+
+For each backend, on the same loaded model, after one warm-up call:
+  raw            ONE ``generate`` call on the first-turn prompts of all the dialogues, exactly
+                 the requests the engine's first round sends (checked); the median of
+                 ``--raw-repeats`` such calls;
+  engine         ``models_gpu.engine.run_dialogues`` over the same dialogues (didactic protocol,
+                 the scripted feedback teacher, the numeric verifier), every finished dialogue
+                 persisted as it finishes;
+  one-at-a-time  the same engine with batch_size=1 over the first ``--one-at-a-time`` dialogues.
+Throughput is the students' generated tokens (completion tokens as the backend counts them; the
+teacher is scripted) per second of wall time; for the engine paths the wall time includes
+verification, the teacher, and persistence.
+
+Persistence: each finished dialogue becomes the worker's own row
+(``workers.evaluation.dialogue_row``: the dialogue and its turns, NUL characters made storable)
+and goes to a JSONL file, written and flushed as each batch finishes. Django is set up only for
+that import; no database is opened, so the bulk inserts the worker does on top are not measured.
+
+vLLM starts worker processes with spawn: everything that builds a generator runs under
+``if __name__ == "__main__":``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # the table, not the engine's log
+# Only for workers.evaluation.dialogue_row (the worker's row shape); no database is opened.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+import django
+
+django.setup()
+
+from models_gpu.backends import load_generator  # noqa: E402
+from models_gpu.engine import run_dialogues  # noqa: E402
+from models_gpu.generators.arithmetic import arithmetic_tasks  # noqa: E402
+from models_gpu.prompts import render_template, resolve_templates  # noqa: E402
+from models_gpu.types import (  # noqa: E402
+    DialogueJob,
+    DialogueResult,
+    Generation,
+    GenerationRequest,
+    Generator,
+    Message,
+    ProtocolSpec,
+    RoleSpec,
+    TaskSpec,
+)
+from workers.evaluation import dialogue_row  # noqa: E402
+
+# Per-backend params beyond the shared sampling ones. float32 on CPU: what both backends run
+# the house model in there (vLLM's "auto" would pick bfloat16 on some CPUs).
+BACKEND_PARAMS: dict[str, dict[str, Any]] = {
+    "transformers": {},
+    "vllm": {"dtype": "float32"},
+}
+
+
+def make_jobs(count: int) -> list[DialogueJob]:
+    """Arithmetic dialogues with the numeric verifier, as tests/models_gpu/conftest.py builds."""
+    tasks = arithmetic_tasks(count, seed=0)
+    return [
+        DialogueJob(
+            task=TaskSpec(
+                task_id=index,
+                prompt=task["prompt"],
+                reference={"answer": task["answer"]},
+                verifier_kind="numeric",
+            ),
+            sample_index=0,
+            seed=index,
+        )
+        for index, task in enumerate(tasks)
+    ]
+
+
+def first_turn_request(job: DialogueJob, protocol: ProtocolSpec) -> GenerationRequest:
+    """The request the engine makes for a student's first reply: the protocol's student system
+    prompt, then the task. ``measure_engine`` checks the engine's first round sent exactly these."""
+    system = render_template(
+        resolve_templates(protocol.templates)["student_system"],
+        {"max_turns": protocol.max_turns, "shards_total": ""},
+    )
+    messages = (Message("system", system),) if system else ()
+    return GenerationRequest(messages=(*messages, Message("user", job.task.prompt)), seed=job.seed)
+
+
+@dataclass
+class JsonlStore:
+    """``on_finished``: every finished dialogue becomes a JSONL row, flushed per batch."""
+
+    out: IO[str]
+    dialogues: int = 0
+    student_tokens: int = 0
+    seconds: float = 0.0
+
+    def __call__(self, results: list[DialogueResult]) -> None:
+        started = time.perf_counter()
+        self.out.write("".join(json.dumps(dialogue_row(r)) + "\n" for r in results))
+        self.out.flush()
+        self.dialogues += len(results)
+        self.student_tokens += sum(
+            turn.completion_tokens for r in results for turn in r.turns if turn.role == "student"
+        )
+        self.seconds += time.perf_counter() - started
+
+
+@dataclass(frozen=True)
+class Call:
+    """One ``generate`` call: its batch, how long its prompts were, what it produced."""
+
+    batch: int
+    mean_prompt_tokens: float
+    tokens: int
+    seconds: float
+
+
+@dataclass
+class TimedGenerator:
+    """Forwards to a generator and records each ``generate`` call."""
+
+    inner: Generator
+    calls: list[Call] = field(default_factory=list)
+    first_requests: list[GenerationRequest] = field(default_factory=list)
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        if not self.calls:
+            self.first_requests = list(requests)
+        started = time.perf_counter()
+        generations = self.inner.generate(requests)
+        seconds = time.perf_counter() - started
+        self.calls.append(
+            Call(
+                batch=len(requests),
+                mean_prompt_tokens=sum(g.prompt_tokens for g in generations) / len(generations),
+                tokens=sum(g.completion_tokens for g in generations),
+                seconds=seconds,
+            )
+        )
+        return generations
+
+    @property
+    def seconds(self) -> float:
+        return sum(call.seconds for call in self.calls)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    backend: str
+    path: str
+    dialogues: int
+    generate_calls: int
+    student_generations: int
+    tokens: int
+    seconds: float
+    generate_seconds: float
+    persist_seconds: float = 0.0
+    calls: tuple[Call, ...] = ()
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds
+
+
+def measure_raw(
+    backend: str,
+    generator: Generator,
+    jobs: Sequence[DialogueJob],
+    protocol: ProtocolSpec,
+    *,
+    repeats: int,
+) -> Measurement:
+    """One batched call of every first-turn request; the median of ``repeats`` such calls (on a
+    shared machine a single call can land on a busy moment)."""
+    requests = [first_turn_request(job, protocol) for job in jobs]
+    timed = TimedGenerator(generator)
+    for _ in range(repeats):
+        timed.generate(requests)
+    call = sorted(timed.calls, key=lambda c: c.tokens / c.seconds)[len(timed.calls) // 2]
+    return Measurement(
+        backend, "raw (1 call)", len(jobs), 1, len(requests), call.tokens, call.seconds,
+        call.seconds, calls=(call,),
+    )  # fmt: skip
+
+
+def measure_engine(
+    backend: str,
+    path: str,
+    generator: Generator,
+    jobs: Sequence[DialogueJob],
+    protocol: ProtocolSpec,
+    *,
+    batch_size: int,
+    out_path: Path,
+) -> Measurement:
+    teacher = load_generator(RoleSpec("scripted", "feedback-teacher"))
+    student = TimedGenerator(generator)
+    with out_path.open("w", encoding="utf-8") as out:
+        store = JsonlStore(out)
+        started = time.perf_counter()
+        stats = run_dialogues(
+            jobs,
+            protocol,
+            student=student,
+            teacher=teacher,
+            on_finished=store,
+            batch_size=batch_size,
+        )
+        seconds = time.perf_counter() - started
+    assert store.dialogues == len(jobs) == stats.dialogues_finished, (store.dialogues, len(jobs))
+    # The raw call must be the engine's first round, request for request.
+    assert student.first_requests == [
+        first_turn_request(job, protocol) for job in jobs[:batch_size]
+    ]
+    return Measurement(
+        backend, path, len(jobs), len(student.calls), stats.student_generations,
+        store.student_tokens, seconds, student.seconds, store.seconds, tuple(student.calls),
+    )  # fmt: skip
+
+
+def bench_backend(args: argparse.Namespace, backend: str, folder: Path) -> list[Measurement]:
+    params = {"max_new_tokens": args.max_new_tokens, "temperature": args.temperature}
+    params.update(BACKEND_PARAMS.get(backend, {}))
+    started = time.perf_counter()
+    generator = load_generator(RoleSpec(backend, args.model, params))
+    print(f"{backend}: loaded in {time.perf_counter() - started:.1f} s ({generator!r})")
+    jobs = make_jobs(args.dialogues)
+    protocol = ProtocolSpec(mode="didactic", max_turns=args.max_turns)
+    try:
+        # Warm-up (kernels, caches, vLLM's first scheduling) outside every timing.
+        generator.generate([first_turn_request(job, protocol) for job in jobs[:8]])
+        raw = measure_raw(backend, generator, jobs, protocol, repeats=args.raw_repeats)
+        engine = measure_engine(
+            backend, "engine", generator, jobs, protocol,
+            batch_size=args.batch_size or args.dialogues,
+            out_path=folder / f"{backend}-engine.jsonl",
+        )  # fmt: skip
+        single = measure_engine(
+            backend, "one-at-a-time", generator, jobs[: args.one_at_a_time], protocol,
+            batch_size=1, out_path=folder / f"{backend}-single.jsonl",
+        )  # fmt: skip
+    finally:
+        close = getattr(generator, "close", None)
+        if close is not None:
+            close()
+    return [raw, engine, single]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="checkpoint directory (HF format)")
+    parser.add_argument("--backends", default="transformers,vllm")
+    parser.add_argument("--dialogues", type=int, default=256)
+    parser.add_argument("--max-turns", type=int, default=5)
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument(
+        "--batch-size", type=int, default=0, help="engine batch size (default: --dialogues)"
+    )
+    parser.add_argument("--one-at-a-time", type=int, default=16, metavar="N")
+    parser.add_argument(
+        "--raw-repeats", type=int, default=3, help="raw calls made; the median one is reported"
+    )
+    args = parser.parse_args()
+    if not Path(args.model, "config.json").is_file():
+        parser.error(f"--model {args.model!r} is not a checkpoint directory (no config.json)")
+
+    folder = Path(tempfile.mkdtemp(prefix="dialab-bench-engine-"))
+    print(
+        f"model {args.model} · {args.dialogues} dialogues · didactic, up to {args.max_turns} "
+        f"turns · max {args.max_new_tokens} new tokens · temperature {args.temperature}\n"
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"load average {_load()} · rows written to {folder}"
+    )
+    results: list[Measurement] = []
+    for backend in args.backends.split(","):
+        results.extend(bench_backend(args, backend.strip(), folder))
+
+    print()
+    header = (
+        f"{'backend':<13} {'path':<14} {'dialogues':>9} {'calls':>6} {'replies':>7} "
+        f"{'tokens':>7} {'wall s':>7} {'in gen s':>8} {'persist s':>9} {'tokens/s':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for m in results:
+        print(
+            f"{m.backend:<13} {m.path:<14} {m.dialogues:>9} {m.generate_calls:>6} "
+            f"{m.student_generations:>7} {m.tokens:>7} {m.seconds:>7.2f} "
+            f"{m.generate_seconds:>8.2f} {m.persist_seconds:>9.3f} {m.tokens_per_second:>9.0f}"
+        )
+    print(f"load average at the end: {_load()}")
+    print()
+    print("Student generate calls (raw, then the engine's rounds): batch, prompt length, speed")
+    for m in results:
+        if m.path == "one-at-a-time":
+            continue
+        for number, call in enumerate(m.calls, start=1):
+            label = "raw" if m.path.startswith("raw") else f"round {number}"
+            print(
+                f"  {m.backend:<13} {label:<8} batch {call.batch:>4} · mean prompt "
+                f"{call.mean_prompt_tokens:>6.1f} tokens · {call.tokens:>6} tokens in "
+                f"{call.seconds:>6.2f} s = {call.tokens / call.seconds:>7.0f} tokens/s"
+            )
+    print()
+    for backend in dict.fromkeys(m.backend for m in results):
+        raw, engine, single = (m for m in results if m.backend == backend)
+        print(
+            f"{backend}: engine / raw = {engine.tokens_per_second / raw.tokens_per_second:.2f} "
+            f"(target >= 0.8) · engine / one-at-a-time = "
+            f"{engine.tokens_per_second / single.tokens_per_second:.1f}x (target >= 10x) · "
+            f"engine / its own generate calls = {engine.generate_seconds / engine.seconds:.3f} "
+            f"(1 - engine overhead: verifier, teacher, persistence)"
+        )
+
+
+def _load() -> str:
+    return " ".join(f"{load:.1f}" for load in os.getloadavg())
+
+
+if __name__ == "__main__":
+    main()

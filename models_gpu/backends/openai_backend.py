@@ -1,0 +1,291 @@
+"""The ``openai`` backend: any OpenAI-compatible chat-completions endpoint (``vllm serve``, a hosted
+API), with bounded concurrency, retries with exponential backoff, and timeouts.
+
+``RoleSpec.location`` is the base URL (``http://127.0.0.1:8000/v1``). The API key is never a
+param: ``api_key_env`` names the environment variable that holds it on the worker, read at each
+``generate`` call and kept nowhere else, so no repr, exception or log line of this module can show
+it. Servers that check no key (a local ``vllm serve``) need no variable: a placeholder is sent.
+
+Params (any other key is refused by name):
+    model            the model name the endpoint serves (required).
+    api_key_env      NAME of the environment variable that holds the key (default OPENAI_API_KEY).
+    max_concurrency  requests in flight at once (default 8).
+    timeout_seconds  per attempt (default 120).
+    max_retries      attempts after the first, for the failures below (default 3).
+    backoff_seconds  wait before the first retry, doubled for each next one (default 1).
+    temperature      default 0.7; top_p default 1.0.
+    max_new_tokens   sent as max_tokens (default 256); a request's own ``max_new_tokens`` caps it.
+Each request's seed, mixed with its turn (``turn_seed``), is sent as ``seed``; token counts come
+from the response's ``usage``; ``latency_ms`` is the attempt that succeeded.
+
+Retries are this module's, not the client's (the client's own are switched off) so that what is
+retried is stated here: connection errors, timeouts, HTTP 408, 409, 429 and 5xx, each after
+``backoff_seconds * 2 ** (attempt - 1)`` seconds (or the server's Retry-After, if shorter than
+a minute). Anything else (a wrong key, an unknown model, a bad request) fails at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from models_gpu.backends.prompting import chat_messages, turn_seed
+from models_gpu.types import Generation, GenerationRequest, RoleSpec
+
+PARAMS = (
+    "model",
+    "api_key_env",
+    "max_concurrency",
+    "timeout_seconds",
+    "max_retries",
+    "backoff_seconds",
+    "temperature",
+    "top_p",
+    "max_new_tokens",
+)
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+# Sent when the variable is unset: local servers started without --api-key accept anything.
+PLACEHOLDER_API_KEY = "no-key"
+RETRIED_STATUSES = frozenset({408, 409, 429})
+MAX_BACKOFF_SECONDS = 60.0
+_ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Hosted APIs echo part of a wrong key ("Incorrect API key provided: sk-ab***xyz").
+_KEY_LIKE = re.compile(r"(?:\bsk-|\bBearer\s+)[A-Za-z0-9_\-*.]{3,}", re.IGNORECASE)
+
+
+class OpenAIBackendError(RuntimeError):
+    """A request that failed for good; its message never contains the API key."""
+
+
+@dataclass(frozen=True)
+class OpenAIOptions:
+    model: str
+    api_key_env: str = DEFAULT_API_KEY_ENV
+    max_concurrency: int = 8
+    timeout_seconds: float = 120.0
+    max_retries: int = 3
+    backoff_seconds: float = 1.0
+    temperature: float = 0.7
+    top_p: float = 1.0
+    max_new_tokens: int = 256
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> OpenAIOptions:
+        unknown = sorted(set(params) - set(PARAMS))
+        if unknown:
+            raise ValueError(
+                f"openai backend: unknown params {unknown}; known params: {', '.join(PARAMS)}"
+            )
+        model = params.get("model")
+        if not isinstance(model, str) or not model:
+            raise ValueError("openai backend: params.model (the served model's name) is required")
+        api_key_env = params.get("api_key_env", DEFAULT_API_KEY_ENV)
+        if not isinstance(api_key_env, str) or not _ENV_VAR_NAME.match(api_key_env):
+            # A key pasted here by mistake must not be echoed back in the error.
+            raise ValueError(
+                "openai backend: api_key_env must be the NAME of an environment variable "
+                "(letters, digits, underscores), not the key itself"
+            )
+        return cls(
+            model=model,
+            api_key_env=api_key_env,
+            max_concurrency=_integer(params, "max_concurrency", 8, low=1),
+            timeout_seconds=_number(params, "timeout_seconds", 120.0, positive=True),
+            max_retries=_integer(params, "max_retries", 3, low=0),
+            backoff_seconds=_number(params, "backoff_seconds", 1.0),
+            temperature=_number(params, "temperature", 0.7),
+            top_p=_number(params, "top_p", 1.0, positive=True, high=1.0),
+            max_new_tokens=_integer(params, "max_new_tokens", 256, low=1),
+        )
+
+
+class OpenAIGenerator:
+    def __init__(self, base_url: str, options: OpenAIOptions) -> None:
+        self.base_url = base_url
+        self.options = options
+
+    def __repr__(self) -> str:
+        # Options hold only the variable's name; the key itself is never stored on the object.
+        return f"OpenAIGenerator(base_url={self.base_url!r}, options={self.options!r})"
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        """All requests concurrently (at most ``max_concurrency`` in flight); results in order."""
+        if not requests:
+            return []
+        if not _in_event_loop():  # the usual case: a worker thread with no event loop
+            return asyncio.run(self._generate_all(requests))
+        # Called from inside an event loop (an async caller, a notebook): use a thread of its own.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self._generate_all(requests)).result()
+
+    async def _generate_all(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        from openai import AsyncOpenAI
+
+        api_key = os.environ.get(self.options.api_key_env) or PLACEHOLDER_API_KEY
+        semaphore = asyncio.Semaphore(self.options.max_concurrency)
+        # One client per call: an async client belongs to the event loop it was made in.
+        async with AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=api_key,
+            timeout=self.options.timeout_seconds,
+            max_retries=0,
+        ) as client:
+            tasks = [
+                asyncio.ensure_future(self._complete(client, semaphore, request, api_key))
+                for request in requests
+            ]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except BaseException:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
+
+    async def _complete(
+        self, client: Any, semaphore: asyncio.Semaphore, request: GenerationRequest, api_key: str
+    ) -> Generation:
+        import openai
+
+        attempts = 1 + self.options.max_retries
+        failure = ""
+        for attempt in range(1, attempts + 1):
+            retry_after: float | None = None
+            async with semaphore:
+                started = time.perf_counter()
+                try:
+                    response = await client.chat.completions.create(
+                        model=self.options.model,
+                        messages=chat_messages(request),
+                        temperature=self.options.temperature,
+                        top_p=self.options.top_p,
+                        max_tokens=min(self.options.max_new_tokens, request.max_new_tokens),
+                        seed=turn_seed(request),
+                    )
+                except openai.APITimeoutError:
+                    failure = f"timed out after {self.options.timeout_seconds:g} s"
+                except openai.APIConnectionError as error:
+                    failure = f"could not connect ({_cause(error)})"
+                except openai.APIStatusError as error:
+                    failure = f"HTTP {error.status_code}: {error.message}"
+                    if not _retried(error.status_code):
+                        # Raised outside the except block so the client's exception (which holds
+                        # the request and its headers) is not chained onto ours.
+                        break
+                    retry_after = _retry_after(error)
+                else:
+                    return _generation(response, started)
+            if attempt < attempts:
+                await asyncio.sleep(self._backoff(attempt, retry_after))
+        else:
+            raise OpenAIBackendError(
+                self._scrub(
+                    f"{self._where()} failed after {attempts} attempt(s): {failure}", api_key
+                )
+            )
+        hint = ""
+        if failure.startswith(("HTTP 401", "HTTP 403")):
+            hint = f" (check the API key in the environment variable {self.options.api_key_env})"
+        raise OpenAIBackendError(self._scrub(f"{self._where()} refused: {failure}{hint}", api_key))
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None and 0 <= retry_after <= MAX_BACKOFF_SECONDS:
+            return retry_after
+        return float(min(self.options.backoff_seconds * 2 ** (attempt - 1), MAX_BACKOFF_SECONDS))
+
+    def _where(self) -> str:
+        return f"openai backend: model {self.options.model!r} at {self.base_url}"
+
+    @staticmethod
+    def _scrub(message: str, api_key: str) -> str:
+        if api_key and api_key != PLACEHOLDER_API_KEY:
+            message = message.replace(api_key, "[redacted]")
+        return _KEY_LIKE.sub("[redacted]", message)
+
+
+def load_openai(spec: RoleSpec) -> OpenAIGenerator:
+    options = OpenAIOptions.from_params(spec.params)
+    if not spec.location.startswith(("http://", "https://")):
+        raise ValueError(
+            "openai backend: location must be the endpoint's base URL, "
+            f"e.g. http://127.0.0.1:8000/v1; got {spec.location!r}"
+        )
+    try:
+        import openai  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            "the openai backend needs the openai package: pip install openai"
+        ) from error
+    return OpenAIGenerator(spec.location.rstrip("/"), options)
+
+
+def _in_event_loop() -> bool:
+    # Answered outside any except block, so errors raised later chain onto nothing.
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _generation(response: Any, started: float) -> Generation:
+    usage = response.usage
+    return Generation(
+        text=response.choices[0].message.content or "",
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
+        latency_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def _retried(status: int) -> bool:
+    return status in RETRIED_STATUSES or status >= 500
+
+
+def _retry_after(error: Any) -> float | None:
+    value = error.response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:  # an HTTP date: fall back to our own backoff
+        return None
+
+
+def _cause(error: BaseException) -> str:
+    cause = error.__cause__ or error.__context__
+    return f"{type(cause).__name__}: {cause}" if cause else str(error)
+
+
+def _number(
+    params: Mapping[str, Any],
+    name: str,
+    default: float,
+    *,
+    positive: bool = False,
+    high: float | None = None,
+) -> float:
+    if name not in params:
+        return default
+    value = params[name]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"openai backend: {name} must be a number, got {value!r}")
+    if value < 0 or (positive and value == 0) or (high is not None and value > high):
+        bounds = f"{'(0' if positive else '[0'}, {high if high is not None else 'inf'}]"
+        raise ValueError(f"openai backend: {name} must lie in {bounds}, got {value!r}")
+    return float(value)
+
+
+def _integer(params: Mapping[str, Any], name: str, default: int, *, low: int) -> int:
+    if name not in params:
+        return default
+    value = params[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"openai backend: {name} must be a whole number, got {value!r}")
+    if value < low:
+        raise ValueError(f"openai backend: {name} must be at least {low}, got {value}")
+    return value

@@ -1,0 +1,374 @@
+"""The ``transformers`` backend: a local Hugging Face checkpoint on CPU or CUDA, batched.
+
+``load_transformers(RoleSpec("transformers", "/path/to/checkpoint", params))``. A batch of requests
+becomes chat-template prompts (``tokenizer.apply_chat_template`` on ``chat_messages(request)``),
+sorted by length, cut into micro-batches, left-padded, and each micro-batch is ONE
+``model.generate`` call under ``torch.inference_mode``.
+
+Params (all optional; any other key is refused by name):
+    temperature         0 = greedy; else sampling at this temperature (default 0.7).
+    top_p               nucleus sampling, in (0, 1] (default 1.0 = off).
+    top_k               keep the k likeliest tokens; 0 or -1 = off (default 0).
+    repetition_penalty  > 0, 1.0 = off (default 1.0).
+    max_new_tokens      tokens generated per reply (default 64); a request's own
+                        ``max_new_tokens`` caps it further.
+    device              auto, cpu, cuda, cuda:N (default auto: CUDA when there is one).
+    dtype               auto, float32, bfloat16, float16 (default auto: bfloat16 on CUDA,
+                        float32 on CPU; see ``models_gpu.devices``).
+    micro_batch_size    most conversations per ``generate`` call (default 256); bigger batches are
+                        split, shortest prompts together.
+
+The checkpoint's own ``generation_config.json`` sampling defaults are not used: these params, with
+the defaults above, decide. Its end-of-sequence ids are (with the tokenizer's).
+
+Results: ``text`` is the new tokens up to the first end-of-sequence token, decoded without
+special tokens. ``prompt_tokens`` counts the prompt's real tokens (no padding);
+``completion_tokens`` the new tokens up to and including that first end-of-sequence token.
+``latency_ms`` is the wall time of the micro-batch's ``generate`` call, the same for every
+request in it (each reply waited that long).
+
+Seeding: each request samples from its own random stream, seeded by its ``seed`` and its number of
+messages (so every turn of a dialogue draws afresh). One uniform number per generated position
+picks the token by inverse CDF, so a reply does not depend on the other requests in the batch or
+on their order — as far as its logits do not: left padding and batch shape can change the
+low-order bits of the logits (more so on CUDA), which can on rare near-ties flip a token.
+Greedy decoding (temperature 0) needs no seed.
+
+Models are shared: generators on the same checkpoint, device and dtype (a student and a teacher
+that are the same model with different sampling) hold one copy, used under a lock.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from models_gpu.backends.prompting import chat_messages
+from models_gpu.devices import check_device_name, check_dtype_name, resolve_device, resolve_dtype
+from models_gpu.types import Generation, GenerationRequest, RoleSpec
+
+if TYPE_CHECKING:
+    import torch
+
+PARAMS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "repetition_penalty",
+    "max_new_tokens",
+    "device",
+    "dtype",
+    "micro_batch_size",
+)
+
+
+@dataclass(frozen=True)
+class TransformersOptions:
+    """The validated params (see the module docstring for what each means)."""
+
+    temperature: float = 0.7
+    top_p: float = 1.0
+    top_k: int = 0
+    repetition_penalty: float = 1.0
+    max_new_tokens: int = 64
+    device: str = "auto"
+    dtype: str = "auto"
+    micro_batch_size: int = 256
+
+
+def parse_params(params: Mapping[str, Any]) -> TransformersOptions:
+    """Check ``params`` (unknown keys, types, ranges) before anything heavy is imported."""
+    unknown = sorted(set(params) - set(PARAMS))
+    if unknown:
+        raise ValueError(
+            f"transformers backend: unknown params {unknown}; known params: {', '.join(PARAMS)}"
+        )
+    defaults = TransformersOptions()
+    try:
+        device = check_device_name(params.get("device", defaults.device))
+        dtype = check_dtype_name(params.get("dtype", defaults.dtype))
+    except ValueError as error:
+        raise ValueError(f"transformers backend: {error}") from None
+    top_k = _integer(params, "top_k", defaults.top_k, low=-1)
+    return TransformersOptions(
+        temperature=_number(params, "temperature", defaults.temperature, low=0.0),
+        top_p=_number(params, "top_p", defaults.top_p, low=0.0, low_open=True, high=1.0),
+        top_k=max(top_k, 0),
+        repetition_penalty=_number(
+            params, "repetition_penalty", defaults.repetition_penalty, low=0.0, low_open=True
+        ),
+        max_new_tokens=_integer(params, "max_new_tokens", defaults.max_new_tokens, low=1),
+        device=device,
+        dtype=dtype,
+        micro_batch_size=_integer(params, "micro_batch_size", defaults.micro_batch_size, low=1),
+    )
+
+
+def check_checkpoint(location: str) -> Path:
+    """``location`` as a directory that holds a Hugging Face checkpoint, else ValueError."""
+    if not location:
+        raise ValueError("transformers backend: location must be a checkpoint directory")
+    path = Path(location).expanduser()
+    if not path.is_dir():
+        raise ValueError(f"transformers backend: checkpoint directory {location!r} does not exist")
+    if not (path / "config.json").is_file():
+        raise ValueError(
+            f"transformers backend: {location!r} is not a Hugging Face checkpoint "
+            "(it has no config.json)"
+        )
+    return path
+
+
+class _LoadedModel:
+    """A model and tokenizer in memory, shared by the generators that use them."""
+
+    def __init__(self, path: Path, device: torch.device, dtype: torch.dtype) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        if not tokenizer.chat_template:
+            raise ValueError(
+                f"transformers backend: the tokenizer in {str(path)!r} has no chat template; "
+                "Dialab sends conversations, so it needs a chat (instruction-tuned) checkpoint"
+            )
+        tokenizer.padding_side = "left"
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        self.device = device
+        self.eos_ids = _eos_ids(model, tokenizer)
+        pad_id = tokenizer.pad_token_id
+        self.pad_id: int = pad_id if pad_id is not None else min(self.eos_ids)
+        self.lock = threading.Lock()
+
+
+_MODELS: weakref.WeakValueDictionary[tuple[str, str, str], _LoadedModel] = (
+    weakref.WeakValueDictionary()
+)
+_MODELS_LOCK = threading.Lock()
+
+
+def _load_model(path: Path, options: TransformersOptions) -> _LoadedModel:
+    device = resolve_device(options.device)
+    dtype = resolve_dtype(options.dtype, device)
+    key = (str(path.resolve()), str(device), str(dtype))
+    with _MODELS_LOCK:
+        loaded = _MODELS.get(key)
+        if loaded is None:
+            loaded = _LoadedModel(path, device, dtype)
+            _MODELS[key] = loaded
+        return loaded
+
+
+class TransformersGenerator:
+    def __init__(self, location: str, options: TransformersOptions, loaded: _LoadedModel) -> None:
+        self.location = location
+        self.options = options
+        self._loaded = loaded
+
+    def __repr__(self) -> str:
+        return f"TransformersGenerator(location={self.location!r}, options={self.options!r})"
+
+    @property
+    def device(self) -> torch.device:
+        return self._loaded.device
+
+    def prompts(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        """The text each request becomes: its chat messages (private context in the system
+        turn) through the checkpoint's chat template, opening the assistant's turn."""
+        rendered = self._loaded.tokenizer.apply_chat_template(
+            [chat_messages(request) for request in requests],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        return [str(text) for text in rendered]
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        if not requests:
+            return []
+        # The template writes any BOS itself; the tokenizer must not add a second one.
+        prompt_ids: list[list[int]] = self._loaded.tokenizer(
+            self.prompts(requests), add_special_tokens=False
+        )["input_ids"]
+        # Similar lengths share a micro-batch, so little compute goes to padding.
+        order = sorted(range(len(requests)), key=lambda index: len(prompt_ids[index]))
+        results: dict[int, Generation] = {}
+        size = self.options.micro_batch_size
+        for start in range(0, len(order), size):
+            chunk = order[start : start + size]
+            generations = self._generate_micro_batch(
+                [requests[index] for index in chunk], [prompt_ids[index] for index in chunk]
+            )
+            results.update(zip(chunk, generations, strict=True))
+        return [results[index] for index in range(len(requests))]
+
+    def _generate_micro_batch(
+        self, requests: list[GenerationRequest], prompt_ids: list[list[int]]
+    ) -> list[Generation]:
+        import torch
+
+        loaded = self._loaded
+        caps = [min(self.options.max_new_tokens, request.max_new_tokens) for request in requests]
+        width = max(len(ids) for ids in prompt_ids)
+        input_ids = torch.full((len(requests), width), loaded.pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(requests), width), dtype=torch.long)
+        for row, ids in enumerate(prompt_ids):  # left padding: prompts end at the right edge
+            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[row, width - len(ids) :] = 1
+        kwargs = self._generate_kwargs(requests, max(caps))
+        with loaded.lock, torch.inference_mode():
+            started = time.perf_counter()
+            output = loaded.model.generate(
+                input_ids=input_ids.to(loaded.device),
+                attention_mask=attention_mask.to(loaded.device),
+                **kwargs,
+            )
+            new_tokens: list[list[int]] = output[:, width:].tolist()
+            latency_ms = (time.perf_counter() - started) * 1000
+        return [
+            self._generation(ids[:cap], len(prompt), latency_ms)
+            for ids, cap, prompt in zip(new_tokens, caps, prompt_ids, strict=True)
+        ]
+
+    def _generate_kwargs(
+        self, requests: list[GenerationRequest], max_new_tokens: int
+    ) -> dict[str, Any]:
+        from transformers import LogitsProcessorList
+
+        options = self.options
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": max_new_tokens,
+            "eos_token_id": sorted(self._loaded.eos_ids),
+            "pad_token_id": self._loaded.pad_id,
+            "repetition_penalty": options.repetition_penalty,
+            # Sampling happens in SeededSampler, which leaves one finite logit per row; generate
+            # itself only ever takes the argmax.
+            "do_sample": False,
+        }
+        if options.temperature > 0:
+            sampler = SeededSampler(
+                [random.Random(f"{r.seed}:{len(r.messages)}") for r in requests],
+                temperature=options.temperature,
+                top_p=options.top_p,
+                top_k=options.top_k,
+            )
+            kwargs["logits_processor"] = LogitsProcessorList([sampler])
+        return kwargs
+
+    def _generation(self, new_ids: list[int], prompt_tokens: int, latency_ms: float) -> Generation:
+        eos_ids = self._loaded.eos_ids
+        end = next((i for i, token in enumerate(new_ids) if token in eos_ids), None)
+        text_ids = new_ids if end is None else new_ids[:end]
+        return Generation(
+            text=self._loaded.tokenizer.decode(text_ids, skip_special_tokens=True),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=len(new_ids) if end is None else end + 1,
+            latency_ms=latency_ms,
+        )
+
+
+class SeededSampler:
+    """A logits processor that samples each row from its own ``random.Random`` stream and leaves
+    only the chosen token's logit finite, so greedy decoding then takes it.
+
+    Temperature, top-k and top-p (nucleus) are applied in that order; one uniform number per row
+    and position picks a token by inverse CDF over the remaining probabilities.
+    """
+
+    def __init__(
+        self, streams: list[random.Random], *, temperature: float, top_p: float, top_k: int
+    ) -> None:
+        self.streams = streams
+        self.temperature = temperature
+        self.top_p = top_p
+        self.top_k = top_k
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        import torch
+
+        logits = scores.float() / self.temperature
+        if 0 < self.top_k < logits.shape[-1]:
+            kth_best = torch.topk(logits, self.top_k, dim=-1).values[:, -1:]
+            logits = logits.masked_fill(logits < kth_best, float("-inf"))
+        probabilities = torch.softmax(logits, dim=-1)
+        candidates: torch.Tensor | None = None
+        if self.top_p < 1.0:
+            probabilities, candidates = torch.sort(probabilities, dim=-1, descending=True)
+            before = probabilities.cumsum(dim=-1) - probabilities  # mass of the likelier tokens
+            probabilities = probabilities.masked_fill(before >= self.top_p, 0.0)
+        # float64, so that u * total stays below the total and lands on a token with mass.
+        uniforms = torch.tensor(
+            [stream.random() for stream in self.streams], dtype=torch.float64, device=scores.device
+        ).unsqueeze(-1)
+        cdf = probabilities.double().cumsum(dim=-1)
+        picked = torch.searchsorted(cdf, uniforms * cdf[:, -1:], right=True)
+        picked = picked.clamp(max=probabilities.shape[-1] - 1)
+        if candidates is not None:
+            picked = candidates.gather(-1, picked)
+        chosen = torch.full_like(scores, float("-inf"))
+        return chosen.scatter(-1, picked, 0.0)
+
+
+def load_transformers(spec: RoleSpec) -> TransformersGenerator:
+    options = parse_params(spec.params)
+    path = check_checkpoint(spec.location)
+    try:
+        import transformers  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            "the transformers backend needs torch and transformers: pip install 'dialab[cpu]' "
+            "(or 'dialab[gpu]' on a CUDA host)"
+        ) from error
+    try:
+        resolve_device(options.device)
+    except ValueError as error:
+        raise ValueError(f"transformers backend: {error}") from None
+    return TransformersGenerator(spec.location, options, _load_model(path, options))
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    configured = model.generation_config.eos_token_id
+    ids = set(configured if isinstance(configured, list) else [configured])
+    ids.add(tokenizer.eos_token_id)
+    ids.discard(None)
+    if not ids:
+        raise ValueError("transformers backend: the checkpoint names no end-of-sequence token")
+    return frozenset(int(token) for token in ids)
+
+
+def _number(
+    params: Mapping[str, Any],
+    name: str,
+    default: float,
+    *,
+    low: float,
+    low_open: bool = False,
+    high: float | None = None,
+) -> float:
+    if name not in params:
+        return default
+    value = params[name]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"transformers backend: {name} must be a number, got {value!r}")
+    too_low = value <= low if low_open else value < low
+    if too_low or (high is not None and value > high):
+        bounds = f"{'(' if low_open else '['}{low}, {high if high is not None else 'inf'}]"
+        raise ValueError(f"transformers backend: {name} must lie in {bounds}, got {value!r}")
+    return float(value)
+
+
+def _integer(params: Mapping[str, Any], name: str, default: int, *, low: int) -> int:
+    if name not in params:
+        return default
+    value = params[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"transformers backend: {name} must be a whole number, got {value!r}")
+    if value < low:
+        raise ValueError(f"transformers backend: {name} must be at least {low}, got {value}")
+    return value

