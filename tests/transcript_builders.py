@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.factories import ProtocolFactory, StudentFactory
 from webapp.dialogues.services import dialogues_store
-from webapp.runs.models import Run
+from webapp.runs.models import Protocol, Run
 
 
 def turn(role: str, kind: str, text: str, **fields: Any) -> dict[str, Any]:
@@ -61,3 +61,31 @@ def make_run(name: str, task_set: Any, student: Any = None) -> Run:
         name=name, task_set=task_set, student=student or StudentFactory(),
         protocol=ProtocolFactory(), config={}, config_hash="0" * 64,
     )  # fmt: skip
+
+
+def sharded_run(task_set: Any, max_turns: int = 4) -> Run:
+    protocol = ProtocolFactory(mode=Protocol.Mode.SHARDED, max_turns=max_turns)
+    return Run.objects.create(
+        name="sharded", task_set=task_set, student=StudentFactory(), protocol=protocol,
+        config={"protocol": {"mode": "sharded", "max_turns": max_turns}}, config_hash="1" * 64,
+    )  # fmt: skip
+
+
+def shard(index: int, total: int) -> dict[str, Any]:
+    return turn(
+        "user", "shard", f"shard {index}", private_context={"shard": index, "shards_total": total}
+    )
+
+
+def store_sharded_pair(run: Run, task_id: int, first_sample: int = 0) -> None:
+    """Two dialogues: 4 attempts, 2 of them before the last shard; 1 question in 5 student
+    turns."""
+    store(run, task_id, first_sample, "a_first", [
+        shard(1, 3), attempt("5?", "5", False),  # premature: 1 of 3 shards
+        shard(2, 3), turn("student", "question", "Which base?"),
+        shard(3, 3), attempt("3", "3", True),  # every shard seen
+    ])  # fmt: skip
+    store(run, task_id, first_sample + 1, "a_late", [
+        shard(1, 2), attempt("4?", "4", False),  # premature
+        shard(2, 2), attempt("4", "4", False),
+    ])  # fmt: skip

@@ -11,5 +11,6 @@ from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
-app = Celery("dialab", include=["workers.tasks", "workers.task_imports"])
+# workers.recovery connects the worker_ready sweep that resumes runs a dead worker left behind.
+app = Celery("dialab", include=["workers.tasks", "workers.task_imports", "workers.recovery"])
 app.config_from_object("django.conf:settings", namespace="CELERY")

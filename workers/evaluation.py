@@ -7,22 +7,27 @@ restarted or re-delivered job runs only the (task, sample) pairs not stored yet.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import traceback
-from datetime import timedelta
+from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 
 from models_gpu.backends import load_generator
 from models_gpu.engine import EngineStats, run_dialogues
-from models_gpu.types import DialogueJob, DialogueResult, TurnRecord
+from models_gpu.types import DialogueJob, DialogueResult, Generator, RoleSpec, TurnRecord
 from webapp.dialogues.services import dialogues_store
 from webapp.runs import services
 from webapp.runs.models import Run
 from webapp.runs.selectors import run_stored_dialogue_keys
 from webapp.tasks.selectors import task_payloads
-from workers.specs import dialogue_seed, protocol_spec, role_spec, task_spec
+from workers.specs import dialogue_seed, protocol_spec, role_key, role_spec, task_spec
+
+ROLES = ("student", "teacher", "user_simulator", "judge")
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +45,21 @@ def pending_jobs(run: Run) -> list[DialogueJob]:
     return jobs
 
 
+def storable(value: Any) -> Any:
+    """``value`` with every NUL character replaced by U+FFFD, through lists and dicts.
+
+    Model output is arbitrary text, and a model (an untrained one readily) can emit NUL, which
+    PostgreSQL refuses in text and JSON columns: one such reply would fail the whole run.
+    """
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, Mapping):
+        return {storable(key): storable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]
+    return value
+
+
 def turn_row(turn: TurnRecord) -> dict[str, Any]:
     verdict = turn.verdict
     return {
@@ -47,13 +67,13 @@ def turn_row(turn: TurnRecord) -> dict[str, Any]:
         "round": turn.round,
         "role": turn.role,
         "kind": turn.kind,
-        "text": turn.text,
-        "private_context": dict(turn.private_context),
-        "extracted_answer": (verdict.extracted or "") if verdict else "",
+        "text": storable(turn.text),
+        "private_context": storable(turn.private_context),
+        "extracted_answer": storable(verdict.extracted or "") if verdict else "",
         "is_correct": verdict.correct if verdict else None,
         "score": verdict.score if verdict else None,
-        "verdict_details": dict(verdict.details) if verdict else {},
-        "leak_flag": False,
+        "verdict_details": storable(verdict.details) if verdict else {},
+        "leak_flag": turn.leak_flag,
         "prompt_tokens": turn.prompt_tokens,
         "completion_tokens": turn.completion_tokens,
         "latency_ms": turn.latency_ms,
@@ -91,31 +111,113 @@ class CancelWatch:
         return self.cancelled
 
 
+class BackgroundHeartbeat:
+    """Records from a background thread, every ``interval_seconds`` while the job lives, that
+    its worker is alive, so that a long model load or one long batched generation round is not
+    taken for a dead worker (and resumed by another while this one still plays the run). A
+    killed worker takes the thread with it, so its heartbeat stops as it should."""
+
+    def __init__(self, run_id: int, interval_seconds: float) -> None:
+        self.run_id = run_id
+        self.interval_seconds = interval_seconds
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(
+            target=self._beat, name=f"heartbeat-run-{run_id}", daemon=True
+        )
+
+    def __enter__(self) -> BackgroundHeartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stopped.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        try:
+            while not self._stopped.wait(self.interval_seconds):
+                try:
+                    services.run_heartbeat(run_id=self.run_id)
+                except Exception:  # a database hiccup: try again at the next beat
+                    logger.exception("run %s: heartbeat failed", self.run_id)
+        finally:
+            connection.close()  # this thread's own connection
+
+
 def accounting(stats: EngineStats) -> dict[str, float]:
     return {
         "dialogues": stats.dialogues_finished,
         "student_generations": stats.student_generations,
         "teacher_calls": stats.teacher_calls,
+        "user_simulator_calls": stats.user_simulator_calls,
+        "judge_calls": stats.judge_calls,
         "prompt_tokens": stats.prompt_tokens,
         "completion_tokens": stats.completion_tokens,
         "wall_seconds": round(stats.wall_seconds, 3),
     }
 
 
-def execute_evaluation(run_id: int, *, worker: str) -> None:
-    heartbeat = settings.DIALAB_HEARTBEAT_SECONDS
-    claimed = services.run_claim(
-        run_id=run_id, worker=worker, stale_after=timedelta(seconds=3 * heartbeat)
-    )
+def load_role_generators(specs: dict[str, RoleSpec | None]) -> dict[str, Generator | None]:
+    """One generator per distinct model: when the student and the teacher are the same
+    checkpoint with the same settings, its weights are loaded (and held in memory) once."""
+    loaded: dict[str, tuple[str, Generator]] = {}
+    generators: dict[str, Generator | None] = {}
+    for role, spec in specs.items():
+        if spec is None:
+            generators[role] = None
+            continue
+        key = role_key(spec)
+        if key in loaded:
+            first_role, generator = loaded[key]
+            logger.info("the %s shares the %s's model (loaded once)", role, first_role)
+        else:
+            generator = load_generator(spec)
+            loaded[key] = (role, generator)
+        generators[role] = generator
+    return generators
+
+
+def execute_evaluation(run_id: int, *, worker: str, background_heartbeat: bool = True) -> bool:
+    """Claim the run and play what is left of it; False when it could not be claimed.
+
+    ``background_heartbeat`` is off only in eager unit tests, where the job runs inside the
+    test's own transaction.
+    """
+    claimed = services.run_claim(run_id=run_id, worker=worker, stale_after=services.stale_after())
     if not claimed:
         logger.info("run %s: not claimable (taken, finished or cancelled); skipping", run_id)
-        return
+        return False
+    if not background_heartbeat:
+        _play(run_id)
+        return True
+    with BackgroundHeartbeat(run_id, interval_seconds=settings.DIALAB_HEARTBEAT_SECONDS):
+        _play(run_id)
+    return True
+
+
+def _play(run_id: int) -> None:
+    heartbeat = settings.DIALAB_HEARTBEAT_SECONDS
     run = Run.objects.get(pk=run_id)
     try:
         jobs = pending_jobs(run)
-        teacher_spec = role_spec(run.config["teacher"])
-        student_spec = role_spec(run.config["student"])
-        assert student_spec is not None, "every run has a student"
+        if not jobs:  # a worker died between storing the last dialogue and closing the run
+            services.run_finish(run_id=run_id, status=Run.Status.SUCCEEDED)
+            return
+        if run.attempts > 1:
+            logger.info(
+                "run %s: resumed (attempt %s), %s dialogues to play",
+                run_id,
+                run.attempts,
+                len(jobs),
+            )
+        # Configs frozen before a role existed lack its key: that role is not played.
+        generators = load_role_generators({role: role_spec(run.config.get(role)) for role in ROLES})
+        assert generators["student"] is not None, "every run has a student"
 
         def store(results: list[DialogueResult]) -> None:
             dialogues_store(run_id=run_id, dialogues=[dialogue_row(r) for r in results])
@@ -125,10 +227,13 @@ def execute_evaluation(run_id: int, *, worker: str) -> None:
         stats = run_dialogues(
             jobs,
             protocol_spec(run.config["protocol"]),
-            student=load_generator(student_spec),
-            teacher=load_generator(teacher_spec) if teacher_spec else None,
+            student=generators["student"],
+            teacher=generators["teacher"],
+            user_simulator=generators["user_simulator"],
+            judge=generators["judge"],
             on_finished=store,
             should_stop=watch,
+            batch_size=run.batch_size,
         )
     except Exception as error:
         logger.exception("run %s failed", run_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from models_gpu.types import ProtocolSpec, RoleSpec, TaskSpec, Verdict
@@ -32,13 +33,23 @@ def role_spec(snapshot: dict[str, Any] | None) -> RoleSpec | None:
     )
 
 
+def role_key(spec: RoleSpec) -> str:
+    """Identifies a role's model, so roles played by the same model load it once."""
+    return json.dumps([spec.backend, spec.location, dict(spec.params)], sort_keys=True, default=str)
+
+
 def protocol_spec(snapshot: dict[str, Any]) -> ProtocolSpec:
+    """From a run's frozen protocol; runs launched before an option existed get its default."""
     return ProtocolSpec(
         mode=snapshot["mode"],
         max_turns=snapshot["max_turns"],
         teacher_sees_reference=snapshot["teacher_sees_reference"],
         teacher_sees_verifier_details=snapshot["teacher_sees_verifier_details"],
         templates=snapshot["prompt_templates"],
+        self_correction=snapshot.get("self_correction", "nudge"),
+        regenerate_leaks=snapshot.get("regenerate_leaks", 0),
+        judge_turn_kinds=snapshot.get("judge_turn_kinds", False),
+        judge_leaks=snapshot.get("judge_leaks", False),
     )
 
 

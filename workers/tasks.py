@@ -13,8 +13,27 @@ from workers.celery import app
 def run_evaluation(self: Task, run_id: int) -> None:
     # Imported here so that loading this module (which the worker does at start) stays cheap.
     from workers.evaluation import execute_evaluation
+    from workers.recovery import check_again_later
 
-    execute_evaluation(run_id, worker=self.request.hostname or socket.gethostname())
+    played = execute_evaluation(
+        run_id,
+        worker=self.request.hostname or socket.gethostname(),
+        background_heartbeat=not self.request.is_eager,
+    )
+    if not played and not self.request.is_eager:
+        # A message for a run that is running: a duplicate, or the job of a worker process that
+        # died a moment ago (a prefork child killed by the OOM killer comes back here through
+        # task_reject_on_worker_lost). Look again once a dead worker's heartbeat would be stale.
+        # On the queue this job came from: a worker that plays these runs is listening there.
+        check_again_later(run_id, queue=(self.request.delivery_info or {}).get("routing_key"))
+
+
+@app.task(name="workers.tasks.resume_stale_runs")
+def resume_stale_runs() -> None:
+    """Send again the runs no worker will play otherwise (see ``workers.recovery``)."""
+    from workers.recovery import recover_runs
+
+    recover_runs()
 
 
 @app.task(name="workers.tasks.verify_probe")

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from webapp.core.permissions import researcher_required
+from webapp.models_registry.backends import BACKENDS, SCRIPTED_POLICIES
 from webapp.models_registry.forms import ModelSpecForm
 from webapp.models_registry.models import ModelSpec
 
@@ -12,7 +14,16 @@ from webapp.models_registry.models import ModelSpec
 def model_list(request: HttpRequest) -> HttpResponse:
     form = ModelSpecForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        form.save()
+        model = form.save()
+        messages.success(request, f"Added {model}.")
+        for warning in form.warnings:
+            messages.warning(request, warning)
         return redirect("model_list")
     models = ModelSpec.objects.select_related("trained_by_run", "base_model")
-    return render(request, "models_registry/model_list.html", {"models": models, "form": form})
+    context = {
+        "models": models,
+        "form": form,
+        "backends": {name: info for name, info in BACKENDS.items() if info.available},
+        "scripted_policies": SCRIPTED_POLICIES,
+    }
+    return render(request, "models_registry/model_list.html", context)

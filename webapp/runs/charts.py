@@ -3,40 +3,89 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
 
 from webapp.runs.metrics import TurnAccuracy
 
+# Plotly's default qualitative palette, named here so a run's max-turns marker gets its colour.
+COLOURS = (
+    "#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a",
+    "#19d3f3", "#ff6692", "#b6e880", "#ff97ff", "#fecb52",
+)  # fmt: skip
 
-def accuracy_by_turn_figure(curve: list[TurnAccuracy], *, label: str) -> dict[str, Any]:
-    turns = [point.turn for point in curve]
-    rates = [point.accuracy.rate for point in curve]
-    figure = go.Figure(
-        go.Scatter(
-            x=turns,
-            y=rates,
-            mode="lines+markers",
-            name=label,
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": [p.accuracy.high - p.accuracy.rate for p in curve],
-                "arrayminus": [p.accuracy.rate - p.accuracy.low for p in curve],
-            },
-            customdata=[[p.accuracy.successes, p.accuracy.total] for p in curve],
-            hovertemplate="after turn %{x}: %{y:.1%} (%{customdata[0]}/%{customdata[1]})"
-            "<extra></extra>",
-        )
+
+@dataclass(frozen=True)
+class Curve:
+    """One run's accuracy-by-turn curve as the chart draws it."""
+
+    label: str
+    points: list[TurnAccuracy]
+    max_turns: int
+
+
+def _trace(curve: Curve, colour: str) -> go.Scatter:
+    # A run without dialogues yet draws no points rather than a misleading line at 0%.
+    points = [p for p in curve.points if p.accuracy.total]
+    dialogues = points[0].accuracy.total if points else 0
+    return go.Scatter(
+        x=[p.turn for p in points],
+        y=[p.accuracy.rate for p in points],
+        mode="lines+markers",
+        name=f"{curve.label} (n={dialogues})",
+        line={"color": colour},
+        error_y={
+            "type": "data",
+            "symmetric": False,
+            "array": [p.accuracy.high - p.accuracy.rate for p in points],
+            "arrayminus": [p.accuracy.rate - p.accuracy.low for p in points],
+            "color": colour,
+        },
+        customdata=[
+            [p.accuracy.successes, p.accuracy.total, p.accuracy.low, p.accuracy.high]
+            for p in points
+        ],
+        hovertemplate=f"{curve.label}<br>after turn %{{x}}: %{{y:.1%}} "
+        "(%{customdata[0]}/%{customdata[1]}; 95% CI %{customdata[2]:.1%}–%{customdata[3]:.1%})"
+        "<extra></extra>",
     )
+
+
+def accuracy_by_turn_figure(curves: Sequence[Curve]) -> dict[str, Any]:
+    """Cumulative accuracy after turn k, the first curve being the page's run and the others
+    overlays; a dotted line marks each distinct max turns T."""
+    figure = go.Figure()
+    for index, curve in enumerate(curves):
+        figure.add_trace(_trace(curve, COLOURS[index % len(COLOURS)]))
+    marked: set[int] = set()
+    for index, curve in enumerate(curves):
+        if curve.max_turns in marked:
+            continue
+        marked.add(curve.max_turns)
+        figure.add_vline(
+            x=curve.max_turns,
+            line={"dash": "dot", "width": 1, "color": COLOURS[index % len(COLOURS)]},
+            annotation={"text": f"max turns {curve.max_turns}", "font": {"size": 11}},
+            annotation_position="bottom left",
+        )
+    if not any(trace.x for trace in figure.data):
+        figure.add_annotation(
+            text="no dialogues stored yet", x=0.5, y=0.5, xref="paper", yref="paper",
+            showarrow=False, font={"size": 14, "color": "#667085"},
+        )  # fmt: skip
+    last_turn = max((curve.max_turns for curve in curves), default=1)
     figure.update_layout(
         title="Cumulative accuracy after turn k (95% Wilson intervals)",
-        xaxis={"title": "turn k", "dtick": 1, "range": [0.5, max(turns, default=1) + 0.5]},
+        xaxis={"title": "turn k", "dtick": 1, "range": [0.5, last_turn + 0.5]},
         yaxis={"title": "solved by turn k", "range": [0, 1.02], "tickformat": ".0%"},
+        legend={"orientation": "h", "y": -0.2},
         margin={"l": 60, "r": 20, "t": 50, "b": 50},
-        height=360,
+        height=380,
         template="plotly_white",
     )
     # Through JSON so numpy values become plain numbers the template can embed safely.
-    return json.loads(figure.to_json())
+    figure_json: dict[str, Any] = json.loads(figure.to_json())
+    return figure_json

@@ -1,10 +1,27 @@
-"""Run metrics computed from stored dialogues (pure functions; the selectors feed them)."""
+"""Run metrics computed from stored dialogues.
+
+Pure functions and plain data only: the selectors count in the database (a fixed number of
+grouped queries per run) and hand the counts to these functions, which do the arithmetic.
+
+Definitions (a dialogue is *solved by turn k* when its first correct attempt is in round <= k;
+*solved* means solved by the run's max turns T):
+
+- accuracy after turn k: solved by turn k / all stored dialogues, k = 1..T, 95% Wilson interval.
+- single-turn accuracy: accuracy after turn 1.
+- pass@k: per task with n samples of which c are solved, ``1 - C(n-c, k) / C(n, k)`` (the
+  unbiased estimator of Chen et al., 2021), averaged over the tasks with n >= k.
+- mean turns to solve: mean first-correct round over solved dialogues (normal 95% interval).
+- leak rate: teacher turns flagged as stating the answer / teacher turns.
+- question rate: student questions / student turns; also the share of dialogues with a question.
+- premature attempt rate (sharded): attempts made before the last shard was revealed / attempts.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 Z_95 = 1.959963984540054
 
@@ -20,11 +37,26 @@ class Proportion:
     def rate(self) -> float:
         return self.successes / self.total if self.total else 0.0
 
+    # Percentages for templates, which cannot multiply.
+    @property
+    def percent(self) -> float:
+        return 100 * self.rate
+
+    @property
+    def low_percent(self) -> float:
+        return 100 * self.low
+
+    @property
+    def high_percent(self) -> float:
+        return 100 * self.high
+
 
 def wilson_interval(successes: int, total: int, z: float = Z_95) -> Proportion:
     """Wilson score interval: well-behaved at 0%, 100% and small n, unlike the normal one."""
     if total == 0:
         return Proportion(0, 0, 0.0, 0.0)
+    if not 0 <= successes <= total:
+        raise ValueError(f"successes must be between 0 and total ({total}), got {successes}")
     p = successes / total
     denominator = 1 + z * z / total
     centre = (p + z * z / (2 * total)) / denominator
@@ -52,3 +84,237 @@ def cumulative_accuracy(
         solved += first_correct_counts.get(turn, 0)
         curve.append(TurnAccuracy(turn, wilson_interval(solved, total)))
     return curve
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Probability that at least one of k samples drawn without replacement from n (c of them
+    correct) is correct: ``1 - C(n-c, k) / C(n, k)``. Exact integer binomials, so no overflow."""
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
+    if not 1 <= k <= n:
+        raise ValueError(f"need 1 <= k <= n, got n={n}, k={k}")
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+@dataclass(frozen=True)
+class PassAtK:
+    k: int
+    value: float
+    tasks: int  # tasks with at least k stored samples, which the mean is over
+
+
+def pass_at_k_curve(task_counts: Mapping[tuple[int, int], int]) -> list[PassAtK]:
+    """pass@k for k = 1..(most samples any task has).
+
+    ``task_counts[(n, c)]`` is how many tasks have n stored samples of which c are solved. While
+    a run is going, tasks can have fewer samples than asked for: pass@k averages over the tasks
+    that have at least k.
+    """
+    largest = max((n for n, _ in task_counts), default=0)
+    curve = []
+    for k in range(1, largest + 1):
+        eligible = {(n, c): tasks for (n, c), tasks in task_counts.items() if n >= k}
+        tasks = sum(eligible.values())
+        total = sum(pass_at_k(n, c, k) * count for (n, c), count in eligible.items())
+        curve.append(PassAtK(k, total / tasks, tasks))
+    return curve
+
+
+@dataclass(frozen=True)
+class MeanEstimate:
+    """A sample mean with a normal-approximation 95% interval (None below two observations)."""
+
+    mean: float | None
+    count: int
+    low: float | None = None
+    high: float | None = None
+
+
+def mean_from_histogram(counts: Mapping[int, int], z: float = Z_95) -> MeanEstimate:
+    """Mean of values given as ``{value: how many}``, e.g. first-correct rounds of solved
+    dialogues, with mean ± z·s/√n (s the sample standard deviation)."""
+    count = sum(counts.values())
+    if count == 0:
+        return MeanEstimate(None, 0)
+    mean = sum(value * n for value, n in counts.items()) / count
+    if count < 2:
+        return MeanEstimate(mean, count)
+    variance = sum(n * (value - mean) ** 2 for value, n in counts.items()) / (count - 1)
+    margin = z * math.sqrt(variance / count)
+    return MeanEstimate(mean, count, mean - margin, mean + margin)
+
+
+@dataclass(frozen=True)
+class GroupAccuracy:
+    """One row of a breakdown (a task domain or difficulty): accuracy and mean turns to solve."""
+
+    group: str
+    accuracy: Proportion
+    mean_turns_to_solve: float | None
+
+
+def group_accuracy(*, group: str, total: int, solved: int, solved_turns_sum: int) -> GroupAccuracy:
+    mean_turns = solved_turns_sum / solved if solved else None
+    return GroupAccuracy(group, wilson_interval(solved, total), mean_turns)
+
+
+@dataclass(frozen=True)
+class TurnCounts:
+    """Counts over a run's stored turns (one aggregate query)."""
+
+    student_turns: int = 0
+    attempts: int = 0
+    questions: int = 0
+    dialogues_with_questions: int = 0
+    teacher_turns: int = 0
+    leaks: int = 0
+    premature_attempts: int = 0
+    attempts_after_shards: int = 0  # attempts in sharded dialogues (denominator of premature)
+    student_prompt_tokens: int = 0
+    student_completion_tokens: int = 0
+    teacher_prompt_tokens: int = 0
+    teacher_completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """Everything the run page shows and the CSV exports, for one run."""
+
+    max_turns: int
+    sharded: bool
+    dialogues: int
+    accuracy_by_turn: list[TurnAccuracy]
+    turns_to_solve: MeanEstimate
+    pass_at_k: list[PassAtK]
+    turn_counts: TurnCounts
+    by_domain: list[GroupAccuracy] = field(default_factory=list)
+    by_difficulty: list[GroupAccuracy] = field(default_factory=list)
+    accounting: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def single_turn_accuracy(self) -> Proportion | None:
+        return self.accuracy_by_turn[0].accuracy if self.accuracy_by_turn else None
+
+    @property
+    def final_accuracy(self) -> Proportion | None:
+        return self.accuracy_by_turn[-1].accuracy if self.accuracy_by_turn else None
+
+    @property
+    def leak_rate(self) -> Proportion:
+        return wilson_interval(self.turn_counts.leaks, self.turn_counts.teacher_turns)
+
+    @property
+    def question_rate(self) -> Proportion:
+        """Questions per student turn."""
+        return wilson_interval(self.turn_counts.questions, self.turn_counts.student_turns)
+
+    @property
+    def dialogues_with_questions(self) -> Proportion:
+        """Share of dialogues in which the student asked at least one question."""
+        return wilson_interval(self.turn_counts.dialogues_with_questions, self.dialogues)
+
+    @property
+    def premature_attempt_rate(self) -> Proportion:
+        counts = self.turn_counts
+        return wilson_interval(counts.premature_attempts, counts.attempts_after_shards)
+
+    @property
+    def shows_questions(self) -> bool:
+        return self.sharded or self.turn_counts.questions > 0
+
+
+CSV_COLUMNS = ("metric", "k", "group", "value", "low", "high", "successes", "n")
+
+
+def _proportion_row(
+    metric: str, p: Proportion, *, k: int | None = None, group: str = ""
+) -> dict[str, Any]:
+    return {
+        "metric": metric, "k": k, "group": group, "value": p.rate if p.total else None,
+        "low": p.low if p.total else None, "high": p.high if p.total else None,
+        "successes": p.successes, "n": p.total,
+    }  # fmt: skip
+
+
+def metric_rows(metrics: RunMetrics) -> Iterable[dict[str, Any]]:
+    """The tidy long form of a run's metrics: one row per number, columns CSV_COLUMNS.
+
+    Empty cells mean "not applicable" (no interval for pass@k, no k for a rate)."""
+    for point in metrics.accuracy_by_turn:
+        yield _proportion_row("accuracy_after_turn", point.accuracy, k=point.turn)
+    if metrics.single_turn_accuracy is not None:
+        yield _proportion_row("single_turn_accuracy", metrics.single_turn_accuracy, k=1)
+    for estimate in metrics.pass_at_k:
+        yield {"metric": "pass_at_k", "k": estimate.k, "value": estimate.value, "n": estimate.tasks}
+    turns = metrics.turns_to_solve
+    yield {
+        "metric": "mean_turns_to_solve", "value": turns.mean, "low": turns.low,
+        "high": turns.high, "n": turns.count,
+    }  # fmt: skip
+    yield _proportion_row("leak_rate", metrics.leak_rate)
+    if metrics.shows_questions:
+        yield _proportion_row("question_rate_per_student_turn", metrics.question_rate)
+        yield _proportion_row("dialogues_with_a_question", metrics.dialogues_with_questions)
+    if metrics.sharded:
+        yield _proportion_row("premature_attempt_rate", metrics.premature_attempt_rate)
+    for name, groups in (("domain", metrics.by_domain), ("difficulty", metrics.by_difficulty)):
+        for row in groups:
+            yield _proportion_row(f"accuracy_by_{name}", row.accuracy, group=row.group)
+            yield {
+                "metric": f"mean_turns_to_solve_by_{name}", "group": row.group,
+                "value": row.mean_turns_to_solve, "n": row.accuracy.successes,
+            }  # fmt: skip
+    for key, value in metrics.accounting.items():
+        yield {"metric": "accounting", "group": key, "value": value}
+
+
+def csv_cells(row: Mapping[str, Any], columns: Sequence[str] = CSV_COLUMNS) -> list[str]:
+    """One CSV line: floats rounded to 6 decimals, empty cells for missing values."""
+    cells = []
+    for column in columns:
+        value = row.get(column)
+        if value is None:
+            cells.append("")
+        elif isinstance(value, float):
+            cells.append(str(round(value, 6)))
+        else:
+            cells.append(str(value))
+    return cells
+
+
+@dataclass(frozen=True)
+class AccountingRow:
+    label: str
+    value: float | int | None
+    unit: str = ""
+
+
+def accounting_rows(
+    accounting: Mapping[str, Any], counts: TurnCounts, *, elapsed_seconds: float | None
+) -> tuple[list[AccountingRow], bool]:
+    """What the run spent, and whether it is the worker's own record.
+
+    The worker records its totals when the run ends (they include generations of dialogues a
+    cancel cut short). Until then the page counts the stored turns instead: one student turn is
+    one student generation and one teacher turn one teacher call.
+    """
+    recorded = bool(accounting)
+    if recorded:
+        prompt = accounting.get("prompt_tokens")
+        completion = accounting.get("completion_tokens")
+        generations = accounting.get("student_generations")
+        teacher_calls = accounting.get("teacher_calls")
+        wall = accounting.get("wall_seconds", elapsed_seconds)
+    else:
+        prompt = counts.student_prompt_tokens + counts.teacher_prompt_tokens
+        completion = counts.student_completion_tokens + counts.teacher_completion_tokens
+        generations, teacher_calls = counts.student_turns, counts.teacher_turns
+        wall = elapsed_seconds
+    rows = [
+        AccountingRow("student generations", generations),
+        AccountingRow("teacher calls", teacher_calls),
+        AccountingRow("prompt tokens", prompt),
+        AccountingRow("completion tokens", completion),
+        AccountingRow("wall time", None if wall is None else round(float(wall), 1), "s"),
+    ]
+    return rows, recorded

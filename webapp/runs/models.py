@@ -16,8 +16,33 @@ class Protocol(models.Model):
     name = models.CharField(max_length=200, unique=True)
     mode = models.CharField(max_length=32, choices=Mode.choices, default=Mode.DIDACTIC)
     max_turns = models.PositiveSmallIntegerField(default=5)
+
+    class SelfCorrection(models.TextChoices):
+        NUDGE = "nudge", "Nudge (a fixed 'try again' message)"
+        CRITIQUE = "critique", "Critique (the student critiques its own answer first)"
+
     teacher_sees_reference = models.BooleanField(default=True)
     teacher_sees_verifier_details = models.BooleanField(default=True)
+    self_correction = models.CharField(
+        max_length=16,
+        choices=SelfCorrection.choices,
+        default=SelfCorrection.NUDGE,
+        help_text="How the self-correction mode asks the student to try again.",
+    )
+    regenerate_leaks = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="How many times a teacher turn that leaks the answer is generated again.",
+    )
+    judge_turn_kinds = models.BooleanField(
+        default=False,
+        help_text="Student replies the rules find ambiguous (attempt or question?) go to the "
+        "run's judge model; without a judge, the rules alone decide.",
+    )
+    judge_leaks = models.BooleanField(
+        default=False,
+        help_text="Teacher turns the string match did not flag go to the run's judge model, "
+        "which says whether they give the answer away.",
+    )
     prompt_templates = models.JSONField(default=dict, blank=True)
     stop_rules = models.JSONField(
         default=dict, blank=True, help_text='e.g. {"stop_on_correct": true}'
@@ -70,8 +95,25 @@ class Run(models.Model):
         null=True,
         blank=True,
     )
+    user_simulator = models.ForeignKey(
+        "models_registry.ModelSpec",
+        on_delete=models.PROTECT,
+        related_name="user_simulator_runs",
+        null=True,
+        blank=True,
+    )
+    judge = models.ForeignKey(
+        "models_registry.ModelSpec",
+        on_delete=models.PROTECT,
+        related_name="judge_runs",
+        null=True,
+        blank=True,
+    )
     protocol = models.ForeignKey(Protocol, on_delete=models.PROTECT, related_name="runs")
     samples_per_task = models.PositiveSmallIntegerField(default=1)
+    batch_size = models.PositiveIntegerField(
+        default=64, help_text="Dialogues the engine advances together."
+    )
     seed = models.BigIntegerField(default=0)
     config = models.JSONField(default=dict)
     config_hash = models.CharField(max_length=64, db_index=True)
@@ -84,11 +126,17 @@ class Run(models.Model):
     error = models.TextField(blank=True)
     cancel_requested = models.BooleanField(default=False)
     worker = models.CharField(max_length=200, blank=True)
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="How many times a worker claimed the run (more than 1: resumed)."
+    )
 
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="runs"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    dispatched_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the job's message reached the broker."
+    )
     started_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

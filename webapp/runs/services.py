@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import timedelta
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -17,9 +21,15 @@ from webapp.core.dispatch import enqueue_on_commit
 from webapp.dialogues.models import Dialogue
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Protocol, Run
+from webapp.runs.prompt_templates import complete_templates
 from webapp.tasks.models import TaskSet
 
+logger = logging.getLogger(__name__)
+
 EVALUATION_TASK = "workers.tasks.run_evaluation"
+# A run whose worker stopped this many times while playing it is failed rather than resumed
+# again: the same run killing its worker over and over (say, out of memory) is not a hiccup.
+MAX_RUN_ATTEMPTS = 3
 
 
 def model_spec_snapshot(spec: ModelSpec | None) -> dict[str, Any] | None:
@@ -42,7 +52,13 @@ def protocol_snapshot(protocol: Protocol) -> dict[str, Any]:
         "max_turns": protocol.max_turns,
         "teacher_sees_reference": protocol.teacher_sees_reference,
         "teacher_sees_verifier_details": protocol.teacher_sees_verifier_details,
-        "prompt_templates": protocol.prompt_templates,
+        "self_correction": protocol.self_correction,
+        "regenerate_leaks": protocol.regenerate_leaks,
+        "judge_turn_kinds": protocol.judge_turn_kinds,
+        "judge_leaks": protocol.judge_leaks,
+        # The full text of every template, defaults included, so the run keeps the prompts it
+        # ran with even if the protocol or the defaults change later.
+        "prompt_templates": complete_templates(protocol.prompt_templates),
         "stop_rules": protocol.stop_rules,
     }
 
@@ -70,7 +86,10 @@ def evaluation_run_create(
     student: ModelSpec,
     teacher: ModelSpec | None,
     protocol: Protocol,
+    user_simulator: ModelSpec | None = None,
+    judge: ModelSpec | None = None,
     samples_per_task: int = 1,
+    batch_size: int = 64,
     seed: int = 0,
     created_by: User | None,
 ) -> Run:
@@ -86,8 +105,11 @@ def evaluation_run_create(
         },
         "student": model_spec_snapshot(student),
         "teacher": model_spec_snapshot(teacher),
+        "user_simulator": model_spec_snapshot(user_simulator),
+        "judge": model_spec_snapshot(judge),
         "protocol": protocol_snapshot(protocol),
         "samples_per_task": samples_per_task,
+        "batch_size": batch_size,
         "seed": seed,
     }
     run = Run.objects.create(
@@ -96,16 +118,34 @@ def evaluation_run_create(
         task_set=task_set,
         student=student,
         teacher=teacher,
+        user_simulator=user_simulator,
+        judge=judge,
         protocol=protocol,
         samples_per_task=samples_per_task,
+        batch_size=batch_size,
         seed=seed,
         config=config,
         config_hash=config_hash(config),
         progress_total=task_count * samples_per_task,
         created_by=created_by,
     )
-    enqueue_on_commit(EVALUATION_TASK, run.pk)
+    run_dispatch_on_commit(run_id=run.pk)
     return run
+
+
+def run_dispatch_on_commit(*, run_id: int) -> None:
+    """Send the run's job after the transaction commits, and record that it reached the broker.
+
+    A run still queued with no ``dispatched_at`` was never sent (the web process died between
+    the commit and the send, or the broker was down); ``runs_recover`` sends it again.
+    """
+    transaction.on_commit(partial(_dispatch, run_id))
+
+
+def _dispatch(run_id: int) -> None:
+    enqueue_on_commit(EVALUATION_TASK, run_id)  # after the commit: sends at once
+    # Reached only if the send did not raise.
+    Run.objects.filter(pk=run_id, dispatched_at__isnull=True).update(dispatched_at=Now())
 
 
 def run_cancel(*, run: Run) -> None:
@@ -119,6 +159,11 @@ def run_cancel(*, run: Run) -> None:
         Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(cancel_requested=True)
 
 
+def stale_after() -> timedelta:
+    """A running run whose heartbeat is older than this lost its worker: 3 missed heartbeats."""
+    return timedelta(seconds=3 * settings.DIALAB_HEARTBEAT_SECONDS)
+
+
 def run_claim(*, run_id: int, worker: str, stale_after: timedelta) -> bool:
     """Take a run for this worker with one conditional update, so exactly one worker wins.
 
@@ -130,7 +175,7 @@ def run_claim(*, run_id: int, worker: str, stale_after: timedelta) -> bool:
         status=Run.Status.RUNNING, heartbeat_at__lt=Now() - stale_after
     )
     claimed = Run.objects.filter(claimable, pk=run_id, cancel_requested=False).update(
-        status=Run.Status.RUNNING, worker=worker, heartbeat_at=Now()
+        status=Run.Status.RUNNING, worker=worker, heartbeat_at=Now(), attempts=F("attempts") + 1
     )
     if claimed:
         Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=Now())
@@ -164,3 +209,89 @@ def run_finish(
         run.finished_at = timezone.now()
         run.progress_done = Dialogue.objects.filter(run_id=run_id).count()
         run.save(update_fields=["accounting", "status", "error", "finished_at", "progress_done"])
+
+
+@dataclass
+class Recovery:
+    """What ``runs_recover`` did, and when a run that still looks alive would turn stale."""
+
+    dispatched: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    cancelled: list[int] = field(default_factory=list)
+    next_check_in: timedelta | None = None
+
+
+def runs_recover(
+    *,
+    stale_after: timedelta,
+    all_queued: bool = False,
+    max_attempts: int = MAX_RUN_ATTEMPTS,
+) -> Recovery:
+    """Send again the evaluation runs that no worker will otherwise play.
+
+    - queued runs that never reached the broker (``dispatched_at`` empty), or with
+      ``all_queued`` every queued run (after a broker lost its messages: Redis keeps none on
+      disk here); a duplicate message is harmless, since only one claim can win;
+    - running runs whose heartbeat is older than ``stale_after``: their worker died. The new job
+      claims them by the stale heartbeat (``run_claim``) and plays only the (task, sample) pairs
+      not stored yet. A run that already wore out ``max_attempts`` workers is failed instead,
+      and one whose cancel was asked for is closed as cancelled, keeping its dialogues.
+    """
+    recovery = Recovery()
+    evaluations = Run.objects.filter(kind=Run.Kind.EVAL)
+    queued = evaluations.filter(status=Run.Status.QUEUED, cancel_requested=False)
+    if not all_queued:
+        queued = queued.filter(dispatched_at__isnull=True)
+    recovery.dispatched.extend(queued.values_list("pk", flat=True))
+
+    running = evaluations.filter(status=Run.Status.RUNNING)
+    stale = running.filter(Q(heartbeat_at__lt=Now() - stale_after) | Q(heartbeat_at__isnull=True))
+    for run_id, attempts, cancel_requested in stale.values_list(
+        "pk", "attempts", "cancel_requested"
+    ):
+        if cancel_requested:
+            if _close_if_still_stale(stale, run_id, status=Run.Status.CANCELLED):
+                recovery.cancelled.append(run_id)
+        elif attempts >= max_attempts:
+            message = (
+                f"The worker playing this run stopped {attempts} times without finishing it "
+                "(killed, or out of memory?); it was not resumed again."
+            )
+            if _close_if_still_stale(stale, run_id, status=Run.Status.FAILED, error=message):
+                recovery.failed.append(run_id)
+        else:
+            recovery.dispatched.append(run_id)
+    for run_id in recovery.dispatched:
+        run_dispatch_on_commit(run_id=run_id)  # outside a transaction: sends at once
+    recovery.next_check_in = _time_until_stale(running, stale_after)
+    if recovery.dispatched or recovery.failed or recovery.cancelled:
+        logger.info(
+            "recovered runs: dispatched %s, failed %s, cancelled %s",
+            recovery.dispatched,
+            recovery.failed,
+            recovery.cancelled,
+        )
+    return recovery
+
+
+def _close_if_still_stale(stale: Any, run_id: int, *, status: str, error: str = "") -> bool:
+    """Close a stale run, unless a worker claimed it since it was found stale (checked under a
+    row lock, so a sweep never closes a run that another worker has just resumed)."""
+    with transaction.atomic():
+        if not stale.select_for_update().filter(pk=run_id).exists():
+            return False
+        run_finish(run_id=run_id, status=status, error=error)
+    return True
+
+
+def _time_until_stale(running: Any, stale_after: timedelta) -> timedelta | None:
+    """How long until the oldest heartbeat still fresh turns stale; None if nothing runs."""
+    oldest: datetime | None = (
+        running.filter(heartbeat_at__gte=Now() - stale_after)
+        .order_by("heartbeat_at")
+        .values_list("heartbeat_at", flat=True)
+        .first()
+    )
+    if oldest is None:
+        return None
+    return max(oldest + stale_after - timezone.now(), timedelta(0))

@@ -8,5 +8,6 @@ urlpatterns = [
     path("protocols/", views.protocol_list, name="protocol_list"),
     path("<int:pk>/", views.run_detail, name="run_detail"),
     path("<int:pk>/live/", views.run_live, name="run_live"),
+    path("<int:pk>/metrics.csv", views.run_metrics_csv, name="run_metrics_csv"),
     path("<int:pk>/cancel/", views.run_cancel, name="run_cancel"),
 ]

@@ -1,15 +1,20 @@
 from __future__ import annotations
 
+import csv
+from urllib.parse import urlencode
+
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.core.permissions import researcher_required
 from webapp.runs import selectors, services
-from webapp.runs.charts import accuracy_by_turn_figure
+from webapp.runs.charts import Curve, accuracy_by_turn_figure
 from webapp.runs.forms import EvaluationRunForm, ProtocolForm
+from webapp.runs.metrics import CSV_COLUMNS, accounting_rows, csv_cells, metric_rows
 from webapp.runs.models import Run
 
 
@@ -23,43 +28,83 @@ def run_list(request: HttpRequest) -> HttpResponse:
 def run_create(request: HttpRequest) -> HttpResponse:
     form = EvaluationRunForm(request.POST or None, initial=request.GET.dict())
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
         run = services.evaluation_run_create(
-            name=data["name"],
-            task_set=data["task_set"],
-            student=data["student"],
-            teacher=data["teacher"],
-            protocol=data["protocol"],
-            samples_per_task=data["samples_per_task"],
-            seed=data["seed"],
+            **form.launch_arguments(),
             created_by=request.user,  # type: ignore[arg-type]
         )
         return redirect("run_detail", pk=run.pk)
     return render(request, "runs/run_form.html", {"form": form})
 
 
-def _live_context(run: Run) -> dict[str, object]:
-    curve = selectors.run_accuracy_by_turn(run=run)
-    figure = accuracy_by_turn_figure(curve, label=run.name)
-    return {"run": run, "curve": curve, "figure": figure}
+def _requested_ids(request: HttpRequest) -> set[int]:
+    """``?compare=3&compare=5``: run ids to overlay; anything that is not an id is ignored."""
+    return {int(value) for value in request.GET.getlist("compare") if value.isdigit()}
+
+
+def _elapsed_seconds(run: Run) -> float | None:
+    if run.started_at is None:
+        return None
+    return ((run.finished_at or timezone.now()) - run.started_at).total_seconds()
+
+
+def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
+    """Metrics, accounting and the chart (with the overlaid runs) of one run: a fixed number of
+    queries whatever the number of dialogues."""
+    metrics = selectors.run_metrics(run=run)
+    candidates = selectors.run_compare_candidates(run=run)
+    requested = _requested_ids(request)
+    compared = [other for other in candidates if other.pk in requested]
+    other_curves = selectors.runs_accuracy_by_turn(runs=compared)
+    curves = [Curve(f"#{run.pk} {run.name}", metrics.accuracy_by_turn, metrics.max_turns)]
+    curves += [
+        Curve(f"#{other.pk} {other.name}", other_curves[other.pk], selectors.run_max_turns(other))
+        for other in compared
+    ]
+    accounting, accounting_recorded = accounting_rows(
+        metrics.accounting, metrics.turn_counts, elapsed_seconds=_elapsed_seconds(run)
+    )
+    return {
+        "run": run,
+        "metrics": metrics,
+        "curve": metrics.accuracy_by_turn,
+        "figure": accuracy_by_turn_figure(curves),
+        "candidates": candidates,
+        "compared_ids": {other.pk for other in compared},
+        "compare_query": urlencode([("compare", other.pk) for other in compared]),
+        "accounting": accounting,
+        "accounting_recorded": accounting_recorded,
+    }
 
 
 @researcher_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(selectors.run_list(), pk=pk)
-    return render(request, "runs/run_detail.html", _live_context(run))
+    return render(request, "runs/run_detail.html", _live_context(request, run))
 
 
 @researcher_required
 def run_live(request: HttpRequest, pk: int) -> HttpResponse:
-    """The polled fragment: progress, status and the chart's data.
+    """The polled fragment: progress, status, metrics and the chart's data.
 
     Once the run has ended it answers 286 so htmx swaps the final state in and stops polling.
     """
     run = get_object_or_404(selectors.run_list(), pk=pk)
-    response = render(request, "runs/run_detail.html#live", _live_context(run))
+    response = render(request, "runs/run_detail.html#live", _live_context(request, run))
     if run.is_finished:
         response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
+@researcher_required
+def run_metrics_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run's metrics in tidy long form (``metrics.CSV_COLUMNS``), one row per number."""
+    run = get_object_or_404(selectors.run_list(), pk=pk)
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-metrics.csv"'
+    writer = csv.writer(response)
+    writer.writerow(CSV_COLUMNS)
+    for row in metric_rows(selectors.run_metrics(run=run)):
+        writer.writerow(csv_cells(row))
     return response
 
 

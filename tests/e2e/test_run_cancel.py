@@ -1,0 +1,79 @@
+"""Cancel from the run page with a real worker: the run stops within seconds and keeps the
+dialogues that finished."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from django.db import transaction
+
+from tests.e2e.conftest import wait_until
+from tests.factories import PASSWORD, ProtocolFactory, TaskFactory, TaskSetFactory, UserFactory
+from webapp.dialogues.models import Dialogue
+from webapp.models_registry.models import ModelSpec
+from webapp.runs.models import Run
+from webapp.runs.services import evaluation_run_create
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+SCREENSHOTS = Path(os.environ.get("DIALAB_SCREENSHOTS", "test-artifacts/screenshots"))
+STOP_WITHIN_SECONDS = 5
+TASKS = 30
+SAMPLES = 2
+
+
+def slow_run() -> Run:
+    """A didactic run whose scripted student takes 250 ms per batched call of 4 dialogues:
+    about 10 s in all, long enough to cancel in the middle."""
+    task_set = TaskSetFactory()
+    for position in range(TASKS):
+        TaskFactory(task_set=task_set, position=position)
+    student = ModelSpec.objects.create(
+        name="slow student", backend="scripted", location="arithmetic-student",
+        generation_params={"delay_ms": 250},
+    )  # fmt: skip
+    teacher = ModelSpec.objects.create(
+        name="teacher", backend="scripted", location="feedback-teacher"
+    )
+    with transaction.atomic():
+        return evaluation_run_create(
+            name="slow", task_set=task_set, student=student, teacher=teacher,
+            protocol=ProtocolFactory(max_turns=3), samples_per_task=SAMPLES, batch_size=4,
+            created_by=None,
+        )  # fmt: skip
+
+
+def test_cancel_from_the_page_stops_a_running_run_within_seconds(page, start_worker) -> None:  # type: ignore[no-untyped-def]
+    researcher = UserFactory()
+    run = slow_run()
+    page.goto(f"/runs/{run.pk}/")
+    page.fill("#id_username", researcher.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**/runs/{run.pk}/")
+    worker = start_worker()
+    wait_until(lambda: Dialogue.objects.filter(run=run).count() >= 6, timeout=60)
+    page.wait_for_selector("#run-status:has-text('Running')")
+
+    clicked = time.monotonic()
+    page.click("#cancel-run")
+    wait_until(lambda: Run.objects.get(pk=run.pk).is_finished, timeout=30, interval=0.05)
+    stopped_after = time.monotonic() - clicked
+
+    run.refresh_from_db()
+    stored = Dialogue.objects.filter(run=run).count()
+    assert run.status == Run.Status.CANCELLED, run.error + worker.output()
+    assert stopped_after < STOP_WITHIN_SECONDS, f"took {stopped_after:.1f} s to stop"
+    assert 6 <= stored < TASKS * SAMPLES, "what finished is kept, the rest is not played"
+    assert run.progress_done == stored
+    assert run.accounting["dialogues"] == stored
+    time.sleep(1.5)
+    assert Dialogue.objects.filter(run=run).count() == stored, "nothing is stored after the stop"
+    # The page notices without a reload and stops polling.
+    page.wait_for_selector("#run-status:has-text('Cancelled')", timeout=10_000)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "run-cancelled.png"), full_page=True)
+    print(f"cancel took {stopped_after:.2f} s; {stored} dialogues kept")

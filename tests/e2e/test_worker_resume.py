@@ -1,0 +1,180 @@
+"""A worker killed with SIGKILL in the middle of a run: a new worker resumes the run and plays
+only what is missing, so the run ends with every (task, sample) exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.db import transaction
+
+from tests.e2e import conftest as e2e
+from tests.e2e.conftest import wait_until
+from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory
+from webapp.dialogues.models import Dialogue
+from webapp.models_registry.models import ModelSpec
+from webapp.runs.models import Run
+from webapp.runs.services import evaluation_run_create
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+TASKS = 30
+SAMPLES = 2
+HEARTBEAT_SECONDS = 2  # stale after 6 s: the test need not wait 15 s for the default
+
+
+def slow_run(*, batch_size: int = 4, delay_ms: int = 40) -> Run:
+    """A didactic run whose scripted student waits ``delay_ms`` per reply."""
+    task_set = TaskSetFactory()
+    for position in range(TASKS):
+        TaskFactory(task_set=task_set, position=position)
+    student = ModelSpec.objects.create(
+        name="slow student", backend="scripted", location="arithmetic-student",
+        generation_params={"delay_ms": delay_ms},
+    )  # fmt: skip
+    teacher = ModelSpec.objects.create(
+        name="teacher", backend="scripted", location="feedback-teacher"
+    )
+    with transaction.atomic():
+        return evaluation_run_create(
+            name="slow", task_set=task_set, student=student, teacher=teacher,
+            protocol=ProtocolFactory(max_turns=3), samples_per_task=SAMPLES,
+            batch_size=batch_size, created_by=None,
+        )  # fmt: skip
+
+
+def kill_worker(worker) -> None:  # type: ignore[no-untyped-def]
+    """SIGKILL the worker's whole process group when it has its own (no chance to clean up or
+    acknowledge anything); a worker sharing pytest's group is one process (solo pool)."""
+    pid = worker.process.pid
+    if os.getpgid(pid) != os.getpgid(0):
+        os.killpg(os.getpgid(pid), signal.SIGKILL)
+    else:
+        os.kill(pid, signal.SIGKILL)
+    worker.process.wait(timeout=10)
+
+
+def test_a_killed_worker_s_run_is_resumed_without_duplicates_or_gaps(
+    start_worker, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("DIALAB_HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
+    first = start_worker()
+    run = slow_run()
+    total = TASKS * SAMPLES
+
+    wait_until(lambda: Dialogue.objects.filter(run=run).count() >= 10, timeout=60)
+    kill_worker(first)
+    kept = set(Dialogue.objects.filter(run=run).values_list("pk", flat=True))
+    run.refresh_from_db()
+    assert run.status == Run.Status.RUNNING, "a killed worker leaves its run running"
+    assert 10 <= len(kept) < total, f"killed too late to test anything: {len(kept)} stored"
+    killed_at = time.monotonic()
+
+    second = start_worker()
+    wait_until(lambda: Run.objects.get(pk=run.pk).is_finished, timeout=120)
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED, run.error + second.output()
+    assert run.attempts == 2, "claimed once by each worker"
+    assert "resumed (attempt 2" in second.output()
+
+    pairs = list(Dialogue.objects.filter(run=run).values_list("task_id", "sample_index"))
+    every_pair = {(task_id, sample) for task_id in run.task_set.tasks.values_list("pk", flat=True)
+                  for sample in range(SAMPLES)}  # fmt: skip
+    assert len(pairs) == total, "exactly tasks x samples dialogues"
+    assert len(set(pairs)) == total, "no (task, sample) twice"
+    assert set(pairs) == every_pair, "no gaps"
+    assert kept <= set(Dialogue.objects.filter(run=run).values_list("pk", flat=True)), (
+        "what the first worker stored is kept, not played again"
+    )
+    assert run.progress_done == total
+    # The second worker played only what was missing.
+    assert run.accounting["dialogues"] == total - len(kept)
+    print(f"resumed and finished {time.monotonic() - killed_at:.1f} s after the kill")
+
+
+class PreforkWorker:
+    """A `celery worker` with the prefork pool, as a GPU host runs it (one child process plays
+    the jobs), in its own session so that the test can kill its child alone."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.ready = threading.Event()
+        env = {**os.environ, "DATABASE_URL": e2e.test_database_url(), "PYTHONUNBUFFERED": "1"}
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-m", "celery", "-A", "workers.celery", "worker",
+                "--queues=default,gpu", "--pool=prefork", "--concurrency=1",
+                "--prefetch-multiplier=1", "--without-gossip", "--without-mingle",
+                "--loglevel=INFO", f"--hostname=prefork-{os.getpid()}@%h",
+            ],
+            cwd=e2e.REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        threading.Thread(target=self._read_output, daemon=True).start()
+        if not self.ready.wait(90):
+            self.stop()
+            raise RuntimeError("the prefork worker did not start:\n" + self.output())
+
+    def _read_output(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip())
+            if " ready." in line:
+                self.ready.set()
+
+    def output(self) -> str:
+        return "\n".join(self.lines[-200:])
+
+    def child_pids(self) -> list[int]:
+        path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return [int(pid) for pid in path.read_text().split()]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+@pytest.fixture
+def prefork_worker(transactional_db, monkeypatch) -> Iterator[PreforkWorker]:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("DIALAB_HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
+    e2e.purge_broker()
+    worker = PreforkWorker()
+    yield worker
+    worker.stop()
+
+
+def test_a_job_whose_prefork_child_was_killed_is_resumed_by_the_same_worker(
+    prefork_worker,
+) -> None:  # type: ignore[no-untyped-def]
+    """The OOM killer's case: the pool's child dies, the worker lives on. The job comes back
+    (task_reject_on_worker_lost), finds the run still fresh, and looks again once it is stale."""
+    run = slow_run()
+    total = TASKS * SAMPLES
+    wait_until(lambda: Dialogue.objects.filter(run=run).count() >= 10, timeout=60)
+    (child,) = prefork_worker.child_pids()
+    os.kill(child, signal.SIGKILL)
+    killed_at = time.monotonic()
+    kept = Dialogue.objects.filter(run=run).count()
+    assert kept < total
+
+    wait_until(lambda: Run.objects.get(pk=run.pk).is_finished, timeout=120)
+    run.refresh_from_db()
+    output = prefork_worker.output()
+    assert run.status == Run.Status.SUCCEEDED, run.error + output
+    assert run.attempts == 2
+    assert "WorkerLostError" in output or "exited prematurely" in output
+    pairs = list(Dialogue.objects.filter(run=run).values_list("task_id", "sample_index"))
+    assert len(pairs) == len(set(pairs)) == total
+    print(f"resumed in the same worker, finished {time.monotonic() - killed_at:.1f} s after")

@@ -1,0 +1,187 @@
+"""The recovery sweep (worker start, ``manage.py resume_stale_runs``): which runs it sends again,
+and that a resumed run plays only what is missing. The real-worker version, with a SIGKILL, is
+tests/e2e/test_worker_resume.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import transaction
+from django.utils import timezone
+
+from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TeacherFactory
+from webapp.dialogues.models import Dialogue
+from webapp.dialogues.services import dialogues_store
+from webapp.runs import services
+from webapp.runs.models import Run
+from workers.evaluation import dialogue_row, execute_evaluation, pending_jobs
+
+pytestmark = pytest.mark.django_db
+
+STALE = services.stale_after()
+
+
+@pytest.fixture
+def task_set():  # type: ignore[no-untyped-def]
+    first = TaskFactory()
+    TaskFactory.create_batch(3, task_set=first.task_set)
+    return first.task_set
+
+
+def launch(task_set, django_capture_on_commit_callbacks, *, send: bool = True) -> Run:  # type: ignore[no-untyped-def]
+    """A run as the web side creates it; ``send=False`` loses its message (the on-commit send
+    never happens, as when the web process dies right after the commit)."""
+    with django_capture_on_commit_callbacks(execute=send), transaction.atomic():
+        run = services.evaluation_run_create(
+            name="r", task_set=task_set, student=StudentFactory(), teacher=TeacherFactory(),
+            protocol=ProtocolFactory(max_turns=3), samples_per_task=2, created_by=None,
+        )  # fmt: skip
+    run.refresh_from_db()
+    return run
+
+
+def age_heartbeat(run: Run, by: timedelta) -> None:
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - by)
+
+
+def test_the_send_after_commit_is_recorded(task_set, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    sent = launch(task_set, django_capture_on_commit_callbacks, send=True)
+    lost = launch(task_set, django_capture_on_commit_callbacks, send=False)
+    assert sent.dispatched_at is not None
+    assert lost.dispatched_at is None
+
+
+def test_a_run_never_sent_is_sent_and_played(
+    task_set, django_capture_on_commit_callbacks, eager_celery
+) -> None:  # type: ignore[no-untyped-def]
+    eager_celery.conf.task_always_eager = False
+    run = launch(task_set, django_capture_on_commit_callbacks, send=False)
+    eager_celery.conf.task_always_eager = True
+    # Outside a test's transaction the send happens at once; here it waits for the "commit".
+    with django_capture_on_commit_callbacks(execute=True):
+        recovery = services.runs_recover(stale_after=STALE)
+    assert recovery.dispatched == [run.pk]
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED, run.error
+    assert run.dispatched_at is not None and run.attempts == 1
+    assert Dialogue.objects.filter(run=run).count() == 8
+
+
+def test_only_stale_running_runs_are_resumed(task_set, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    alive = launch(task_set, django_capture_on_commit_callbacks)
+    dead = launch(task_set, django_capture_on_commit_callbacks)
+    for run in (alive, dead):
+        assert services.run_claim(run_id=run.pk, worker="w", stale_after=STALE)
+    age_heartbeat(dead, 3 * STALE)
+    age_heartbeat(alive, STALE / 3)
+
+    recovery = services.runs_recover(stale_after=STALE)
+    assert recovery.dispatched == [dead.pk], "a sent queued run or a live run is left alone"
+    # The live run would turn stale in about 2/3 of the window: the worker looks again then.
+    assert recovery.next_check_in is not None
+    assert STALE / 2 < recovery.next_check_in <= STALE
+
+
+def test_a_resumed_run_plays_only_the_missing_dialogues(
+    task_set, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    from models_gpu.backends import load_generator
+    from models_gpu.engine import run_dialogues
+    from workers.specs import protocol_spec, role_spec
+
+    run = launch(task_set, django_capture_on_commit_callbacks)
+    assert services.run_claim(run_id=run.pk, worker="first", stale_after=STALE)
+    # The first worker stored three dialogues, then died.
+    first_jobs = pending_jobs(run)[:3]
+    stored: list[dict] = []
+    run_dialogues(
+        first_jobs,
+        protocol_spec(run.config["protocol"]),
+        student=load_generator(role_spec(run.config["student"])),  # type: ignore[arg-type]
+        teacher=load_generator(role_spec(run.config["teacher"])),  # type: ignore[arg-type]
+        on_finished=lambda results: stored.extend(dialogue_row(r) for r in results),
+    )
+    dialogues_store(run_id=run.pk, dialogues=stored)
+    first_stored = set(Dialogue.objects.filter(run=run).values_list("pk", flat=True))
+    assert len(first_stored) == 3
+    age_heartbeat(run, 2 * STALE)
+
+    execute_evaluation(run.pk, worker="second", background_heartbeat=False)
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED, run.error
+    assert (run.worker, run.attempts) == ("second", 2)
+    keys = list(Dialogue.objects.filter(run=run).values_list("task_id", "sample_index"))
+    every_pair = {(task.pk, sample) for task in task_set.tasks.all() for sample in range(2)}
+    assert len(keys) == 8 and set(keys) == every_pair
+    assert first_stored < set(Dialogue.objects.filter(run=run).values_list("pk", flat=True))
+    assert run.accounting["dialogues"] == 5, "the second worker played only the missing five"
+
+
+def test_a_run_that_wore_out_its_workers_is_failed(
+    task_set, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    run = launch(task_set, django_capture_on_commit_callbacks)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, attempts=3)
+    age_heartbeat(run, 2 * STALE)
+    recovery = services.runs_recover(stale_after=STALE)
+    assert recovery.failed == [run.pk] and recovery.dispatched == []
+    run.refresh_from_db()
+    assert run.status == Run.Status.FAILED
+    assert "stopped 3 times without finishing it" in run.error
+
+
+def test_a_cancelled_run_whose_worker_died_is_closed_as_cancelled(
+    task_set, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    run = launch(task_set, django_capture_on_commit_callbacks)
+    services.run_claim(run_id=run.pk, worker="w", stale_after=STALE)
+    services.run_cancel(run=run)
+    age_heartbeat(run, 2 * STALE)
+    recovery = services.runs_recover(stale_after=STALE)
+    assert recovery.cancelled == [run.pk]
+    run.refresh_from_db()
+    assert run.status == Run.Status.CANCELLED and run.finished_at is not None
+
+
+def test_the_command_reports_what_it_sent(task_set, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    from workers.celery import app
+
+    run = launch(task_set, django_capture_on_commit_callbacks)  # sent, so left alone by default
+    out = StringIO()
+    call_command("resume_stale_runs", stdout=out)
+    assert "dispatched 0 run(s)" in out.getvalue()
+    try:
+        call_command("resume_stale_runs", "--all-queued", stdout=out)
+        assert f"dispatched 1 run(s) [{run.pk}]" in out.getvalue()
+    finally:
+        app.control.purge()
+
+
+def test_model_output_with_nul_characters_is_stored(
+    task_set, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    """An untrained model emitted NUL, which PostgreSQL refuses in text and JSON: the house-model
+    browser run failed on it. Stored as U+FFFD instead."""
+    from models_gpu.types import DialogueResult, TurnRecord, Verdict
+
+    run = launch(task_set, django_capture_on_commit_callbacks)
+    task = task_set.tasks.first()
+    nul = "4\x002"
+    result = DialogueResult(
+        task_id=task.pk, sample_index=0, seed=1, solved=False, first_correct_turn=None,
+        end_reason="max_turns",
+        turns=(
+            TurnRecord(index=0, round=1, role="student", kind="attempt", text=nul,
+                       verdict=Verdict(False, 0.0, nul, {"reason": nul, "seen": [nul]})),
+            TurnRecord(index=1, round=1, role="teacher", kind="feedback", text=nul,
+                       private_context={"extracted": nul}),
+        ),
+    )  # fmt: skip
+    assert dialogues_store(run_id=run.pk, dialogues=[dialogue_row(result)]) == 1
+    attempt, feedback = Dialogue.objects.get(run=run).turns.order_by("index")
+    assert attempt.text == attempt.extracted_answer == "4\ufffd2"
+    assert attempt.verdict_details == {"reason": "4\ufffd2", "seen": ["4\ufffd2"]}
+    assert feedback.private_context == {"extracted": "4\ufffd2"}

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from webapp.models_registry.models import ModelSpec
+
+HOUSE_MODEL_NAME = "house"
+HOUSE_GENERATION_PARAMS = {"temperature": 0.7, "max_new_tokens": 32}
+
+
+def house_description(notes: dict[str, Any]) -> str:
+    config = notes.get("config", {})
+    accuracy = notes.get("one_turn_accuracy")
+    measured = f" ({accuracy:.0%} when built)" if accuracy is not None else ""
+    return (
+        f"Dialab's house model: a small Llama ({config.get('num_layers')} layers, hidden "
+        f"{config.get('hidden_size')}, {notes.get('parameters', 0) / 1e6:.1f}M weights) with a "
+        "tokenizer trained here, pre-trained on this machine on procedural arithmetic dialogues "
+        "(models_gpu/house). It answers 'The answer is N.', is sometimes right in one turn on "
+        f"1-2 digit sums and differences{measured}, and can use 'too high' / 'too low' "
+        "feedback. Built by `manage.py build_house_model`."
+    )
+
+
+def house_model_dir() -> Path:
+    return Path(settings.DATA_DIR) / "models" / "house"
+
+
+class Command(BaseCommand):
+    help = (
+        "Build and pre-train the house model into <DIALAB_DATA_DIR>/models/house (a few minutes "
+        "on a CPU) unless it is already there, and register it as the model 'house' "
+        "(transformers backend). Running it again changes nothing; --force rebuilds."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--force", action="store_true", help="Rebuild even if it exists.")
+        parser.add_argument("--steps", type=int, default=None, help="Training steps.")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--eval-tasks",
+            type=int,
+            default=100,
+            help="Held-out tasks per kind measured after training (0: skip).",
+        )
+
+    def handle(
+        self, *args: Any, force: bool, steps: int | None, seed: int, eval_tasks: int, **_: Any
+    ) -> None:
+        from models_gpu.house.model import METADATA_FILE
+
+        out = house_model_dir()
+        built = (out / METADATA_FILE).is_file() and (out / "config.json").is_file()
+        if built and not force:
+            self.stdout.write(f"The house model is already built in {out} (--force rebuilds).")
+        else:
+            self._build(out, steps=steps, seed=seed, eval_tasks=eval_tasks)
+        notes = json.loads((out / METADATA_FILE).read_text())
+        model, created = ModelSpec.objects.update_or_create(
+            name=HOUSE_MODEL_NAME,
+            defaults={
+                "backend": ModelSpec.Backend.TRANSFORMERS,
+                "location": str(out),
+                "generation_params": HOUSE_GENERATION_PARAMS,
+                "description": house_description(notes),
+            },
+        )
+        accuracy = notes.get("one_turn_accuracy")
+        measured = f" one-turn accuracy {accuracy:.0%}," if accuracy is not None else ""
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"{'Registered' if created else 'Updated'} model '{model.name}' "
+                f"(transformers,{measured} {out})."
+            )
+        )
+
+    def _build(self, out: Path, *, steps: int | None, seed: int, eval_tasks: int) -> None:
+        try:
+            from tqdm import tqdm
+
+            from models_gpu.house import build_house_model
+        except ImportError as error:
+            raise CommandError(
+                f"building the house model needs torch and transformers ({error}); "
+                "install them with scripts/setup.sh or pip install 'dialab[cpu]'"
+            ) from None
+        from models_gpu.house.build import HOUSE_TRAINING
+
+        total = steps if steps is not None else HOUSE_TRAINING.steps
+        if total < 1:
+            raise CommandError(f"--steps must be at least 1, got {total}")
+        # Built beside the target and moved in at the end: an interrupted build never leaves a
+        # directory that looks finished.
+        building = out.with_name(f".{out.name}.building")
+        shutil.rmtree(building, ignore_errors=True)
+        self.stdout.write(f"Building the house model in {out} ({total} steps)...")
+        with tqdm(total=total, unit="step", desc="pre-training", disable=None) as bar:
+
+            def progress(step: int, _total: int, loss: float) -> None:
+                bar.update(step - bar.n)
+                bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+
+            build_house_model(
+                building, steps=total, seed=seed, progress=progress, evaluate_tasks=eval_tasks
+            )
+        if out.exists():
+            shutil.rmtree(out)
+        building.rename(out)

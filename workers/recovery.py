@@ -1,0 +1,81 @@
+"""Resume runs whose worker died, and send runs that never reached the broker.
+
+A worker killed mid-run (SIGKILL, out of memory, a host lost) leaves its run "running" with a
+heartbeat that stops. Broker redelivery cannot be relied on to bring it back: the file broker
+forgets a message once a worker has taken it, and Redis gives an unacknowledged message back
+only after its visibility timeout (an hour). So the database decides: when a worker starts
+(Celery's ``worker_ready``) and whenever ``manage.py resume_stale_runs`` runs, every evaluation
+run that is running with a heartbeat older than three heartbeats, or queued but never sent, is
+sent again. The job that takes it claims it by the stale heartbeat (one conditional update, so
+one worker wins) and plays only the (task, sample) pairs without a stored dialogue.
+
+A worker that starts right after a crash usually finds the dead run's heartbeat still fresh, so
+it looks again once that heartbeat would have gone stale (one follow-up check, in a timer
+thread, so that it happens even while this worker is busy with a job). A message for a run that
+is running (a duplicate, or a job given back because its prefork child died:
+``task_reject_on_worker_lost``) likewise schedules one sweep for when the run would be stale.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import timedelta
+from typing import Any
+
+from celery.signals import worker_ready
+from django.db import connection
+
+logger = logging.getLogger(__name__)
+
+# Added to the wait before the follow-up check, for clock skew between hosts and the database.
+FOLLOW_UP_MARGIN = timedelta(seconds=2)
+
+
+def recover_runs(*, all_queued: bool = False) -> Any:
+    """One sweep (``webapp.runs.services.runs_recover``) with the configured staleness."""
+    from webapp.runs import services
+
+    return services.runs_recover(stale_after=services.stale_after(), all_queued=all_queued)
+
+
+def recover_on_start(*, follow_up: bool = True) -> threading.Timer | None:
+    """The sweep a starting worker makes; returns the follow-up timer when one was set."""
+    recovery = recover_runs()
+    if not follow_up or recovery.next_check_in is None:
+        return None
+    wait = recovery.next_check_in + FOLLOW_UP_MARGIN
+    timer = threading.Timer(wait.total_seconds(), _follow_up)
+    timer.daemon = True
+    timer.start()
+    logger.info("runs running elsewhere: checking again in %.0f s", wait.total_seconds())
+    return timer
+
+
+def _follow_up() -> None:
+    try:
+        recover_runs()
+    except Exception:
+        logger.exception("follow-up recovery sweep failed")
+    finally:
+        connection.close()  # the timer thread's own connection
+
+
+def check_again_later(run_id: int, *, queue: str | None = None) -> None:
+    """Schedule one sweep for when this running run's heartbeat would be stale if its worker
+    were dead; a live worker keeps it fresh and the sweep then does nothing."""
+    from webapp.runs.models import Run
+    from webapp.runs.services import stale_after
+    from workers.tasks import resume_stale_runs
+
+    if Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists():
+        wait = stale_after() + FOLLOW_UP_MARGIN
+        resume_stale_runs.apply_async(countdown=wait.total_seconds(), queue=queue)
+
+
+@worker_ready.connect
+def _on_worker_ready(**_: Any) -> None:
+    try:
+        recover_on_start()
+    except Exception:  # a worker still starts when the sweep cannot run (database down)
+        logger.exception("recovery sweep at worker start failed")
