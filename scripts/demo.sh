@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Set Dialab up on this machine and start it with the embedded defaults (SQLite and a file-based
-# broker under ./data), a real Celery worker, and a demo project. Ctrl-C stops both processes.
+# broker under ./data), a real Celery worker, and a demo project. Ctrl-C stops everything.
+# While the pages are up, the house model trains in the background (a few minutes on a laptop
+# CPU; log: data/house-model.log) and its demo run is launched when it is ready.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 port="${PORT:-8000}"
-bash scripts/setup.sh serve
+bash scripts/setup.sh serve,cpu
 py=.venv/bin/python
 
 echo "==> Preparing the database"
@@ -17,7 +19,10 @@ echo "==> Starting the Celery worker (log: data/worker.log)"
 $py -m celery -A workers.celery worker --queues=default,gpu --pool=solo --concurrency=1 \
   --prefetch-multiplier=1 --loglevel=INFO --hostname="demo@%h" >data/worker.log 2>&1 &
 worker_pid=$!
-trap 'kill "$worker_pid" 2>/dev/null || true; wait "$worker_pid" 2>/dev/null || true' EXIT INT TERM
+echo "==> Training the house model in the background (log: data/house-model.log)"
+($py manage.py build_house_model && $py manage.py demo_project) >data/house-model.log 2>&1 &
+house_pid=$!
+trap 'pkill -P "$house_pid" 2>/dev/null; kill "$worker_pid" "$house_pid" 2>/dev/null; wait 2>/dev/null || true' EXIT INT TERM
 
 cat <<MSG
 

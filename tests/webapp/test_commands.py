@@ -4,7 +4,14 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from webapp.accounts.models import User
-from webapp.core.demo import DEMO_TASK_SET, DEMO_USERNAME
+from webapp.core.demo import (
+    DEMO_TASK_SET,
+    DEMO_USERNAME,
+    HOUSE_MODEL,
+    HOUSE_TASK_SET,
+    SHARDED_TASK_SET,
+)
+from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
 from webapp.tasks.models import TaskSet
 
@@ -30,5 +37,22 @@ def test_demo_project_is_created_once(django_capture_on_commit_callbacks) -> Non
         call_command("demo_project")
     assert User.objects.get(username=DEMO_USERNAME).is_researcher
     assert TaskSet.objects.get(name=DEMO_TASK_SET).tasks.count() == 40
-    assert Run.objects.count() == 1
+    sharded = TaskSet.objects.get(name=SHARDED_TASK_SET).tasks.all()
+    assert len(sharded) == 20 and all(len(task.shards) == 3 for task in sharded)
+    assert sorted(Run.objects.values_list("protocol__mode", flat=True)) == ["didactic", "sharded"]
+    assert len(callbacks) == 2  # each run is dispatched once, after commit
+    assert not TaskSet.objects.filter(name=HOUSE_TASK_SET).exists()  # no house model yet
+
+
+def test_demo_project_adds_the_house_run_once_the_house_model_exists(
+    django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+) -> None:
+    call_command("demo_project")
+    ModelSpec.objects.create(name=HOUSE_MODEL, backend="transformers", location="/models/house")
+    with django_capture_on_commit_callbacks() as callbacks:
+        call_command("demo_project")
+        call_command("demo_project")
+    run = Run.objects.get(student__name=HOUSE_MODEL)
+    assert run.task_set.name == HOUSE_TASK_SET and run.teacher.name == "scripted feedback teacher"
+    assert run.task_set.tasks.count() == 30
     assert len(callbacks) == 1

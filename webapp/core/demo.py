@@ -1,6 +1,8 @@
-"""The demo project: a researcher, scripted models, protocols, arithmetic tasks and one run.
+"""The demo project: a researcher, scripted models, protocols, arithmetic tasks and runs.
 
-Everything is made here, locally and deterministically: nothing is downloaded.
+Everything is made here, locally and deterministically: nothing is downloaded. The house model
+(``manage.py build_house_model``) takes minutes to train, so its run is added by a second call
+once the model exists; scripts/demo.sh does that in the background.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from webapp.tasks.services import task_add, task_set_create
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "dialab-demo"
 DEMO_TASK_SET = "Arithmetic (demo)"
+SHARDED_TASK_SET = "Sharded arithmetic (demo)"
+HOUSE_TASK_SET = "Small arithmetic (house model demo)"
+HOUSE_MODEL = "house"  # the ModelSpec that build_house_model registers
+_OPERATION_NAMES = {"+": "sum", "-": "difference", "*": "product"}
 
 
 def arithmetic_problems(count: int, *, seed: int) -> list[tuple[str, int]]:
@@ -36,11 +42,39 @@ def arithmetic_problems(count: int, *, seed: int) -> list[tuple[str, int]]:
     return problems
 
 
+def sharded_problems(count: int, *, seed: int) -> list[tuple[list[str], str, int]]:
+    """Arithmetic told a piece at a time: (shards, full prompt, answer). The wording is what the
+    scripted ``sharded-student`` reads: the operation first, then one number per shard."""
+    problems = []
+    for prompt, answer in arithmetic_problems(count, seed=seed):
+        _, _, left, operator, right = prompt.rstrip("?").split(" ")
+        shards = [
+            f"I need a {_OPERATION_NAMES[operator]} of two numbers.",
+            f"The first number is {left}.",
+            f"The second number is {right}.",
+        ]
+        problems.append((shards, prompt, answer))
+    return problems
+
+
+def small_problems(count: int, *, seed: int) -> list[tuple[str, int]]:
+    """One- and two-digit sums and differences: the house model is sometimes right on these."""
+    rng = random.Random(seed)
+    problems = []
+    for _ in range(count):
+        operator = rng.choice("+-")
+        left, right = rng.randint(1, 99), rng.randint(1, 99)
+        answer = left + right if operator == "+" else left - right
+        problems.append((f"What is {left} {operator} {right}?", answer))
+    return problems
+
+
 @dataclass(frozen=True)
 class DemoProject:
     user: User
     task_set: TaskSet
     run: Run | None
+    sharded_run: Run | None = None
 
 
 @transaction.atomic
@@ -75,6 +109,7 @@ def demo_project_create(*, task_count: int = 40, launch_run: bool = True) -> Dem
     existing = TaskSet.objects.filter(name=DEMO_TASK_SET).first()
     if existing is not None:
         return DemoProject(user=user, task_set=existing, run=None)
+    sharded_run = _sharded_demo_create(user, task_count=task_count // 2, launch_run=launch_run)
 
     task_set = task_set_create(
         name=DEMO_TASK_SET,
@@ -101,4 +136,86 @@ def demo_project_create(*, task_count: int = 40, launch_run: bool = True) -> Dem
             seed=0,
             created_by=user,
         )
-    return DemoProject(user=user, task_set=task_set, run=run)
+    return DemoProject(user=user, task_set=task_set, run=run, sharded_run=sharded_run)
+
+
+def _sharded_demo_create(user: User, *, task_count: int, launch_run: bool) -> Run | None:
+    student, _ = ModelSpec.objects.get_or_create(
+        name="scripted sharded student",
+        defaults={
+            "backend": ModelSpec.Backend.SCRIPTED,
+            "location": "sharded-student",
+            "description": "Asks about what is missing, sometimes answers too early.",
+        },
+    )
+    simulator, _ = ModelSpec.objects.get_or_create(
+        name="scripted shard revealer",
+        defaults={
+            "backend": ModelSpec.Backend.SCRIPTED,
+            "location": "shard-revealer",
+            "description": "A user simulator that reveals the next shard, one per turn.",
+        },
+    )
+    protocol, _ = Protocol.objects.get_or_create(
+        name="Sharded, 6 turns", defaults={"mode": Protocol.Mode.SHARDED, "max_turns": 6}
+    )
+    task_set = task_set_create(
+        name=SHARDED_TASK_SET,
+        description="Arithmetic revealed one fact per turn (Lost-in-Conversation style).",
+        created_by=user,
+    )
+    for shards, prompt, answer in sharded_problems(task_count, seed=2027):
+        task_add(
+            task_set=task_set,
+            prompt=prompt,
+            reference={"answer": str(answer)},
+            verifier_kind=Task.VerifierKind.NUMERIC,
+            domain="arithmetic",
+            shards=shards,
+        )
+    if not launch_run:
+        return None
+    return evaluation_run_create(
+        name="Demo: sharded student and user simulator",
+        task_set=task_set,
+        student=student,
+        teacher=None,
+        user_simulator=simulator,
+        protocol=protocol,
+        samples_per_task=2,
+        seed=0,
+        created_by=user,
+    )
+
+
+@transaction.atomic
+def demo_house_run_create(*, task_count: int = 30) -> Run | None:
+    """Once the house model is registered: small arithmetic and a didactic run of the house
+    student with the scripted teacher. None when there is no house model or the run exists."""
+    house = ModelSpec.objects.filter(name=HOUSE_MODEL).first()
+    user = User.objects.filter(username=DEMO_USERNAME).first()
+    if house is None or user is None or TaskSet.objects.filter(name=HOUSE_TASK_SET).exists():
+        return None
+    task_set = task_set_create(
+        name=HOUSE_TASK_SET,
+        description="One- and two-digit sums and differences for the locally trained model.",
+        created_by=user,
+    )
+    for prompt, answer in small_problems(task_count, seed=2028):
+        task_add(
+            task_set=task_set,
+            prompt=prompt,
+            reference={"answer": str(answer)},
+            verifier_kind=Task.VerifierKind.NUMERIC,
+            domain="arithmetic",
+        )
+    return evaluation_run_create(
+        name="Demo: house model, didactic 5 turns",
+        task_set=task_set,
+        student=house,
+        teacher=ModelSpec.objects.get(name="scripted feedback teacher"),
+        protocol=Protocol.objects.get(name="Didactic, 5 turns"),
+        samples_per_task=4,
+        seed=0,
+        created_by=user,
+    )
