@@ -3,12 +3,21 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/dialab \
         .venv/bin/python benchmarks/transcripts.py
 
-It creates a throwaway database next to the one DATABASE_URL names, migrates it, fills it with
-COPY (10 runs x 10,000 dialogues x 10 turns), starts gunicorn on loopback, and loads it from a
-second process: 20 concurrent clients, each logged in, requesting pages for a fixed time. It
-prints latency percentiles per page and, as the baseline measured in the same run under the same
-load, /healthz (one trivial query). Label saves are measured when the labelling endpoint exists
-(``--label-url``). SQL queries per page are counted in-process on the same data.
+It creates a database next to the one DATABASE_URL names (``<name>_transcripts_bench``), migrates
+it, fills it with COPY (10 runs x 10,000 dialogues x 10 turns), starts gunicorn on loopback, and
+loads it from a second process: 20 concurrent clients, each logged in, requesting pages for a
+fixed time. It prints latency percentiles per page and, as the baseline measured in the same run
+under the same load, /healthz (one trivial query): measured first, and again after each page
+kind, so that each page's ratio is against the baselines taken just before and just after it.
+
+Label saves: 20 annotators, each with a real session, load their labelling page for the CSRF
+token and then POST answers to the real endpoint (``/annotations/items/<id>/answer/``, with a
+fresh nonce each time, as the labelling page does), alternating new answers and changed ones.
+
+``--reuse`` keeps the seeded database between runs (migrating it to the current code, so a new
+migration's backfill runs on the real 100k rows) and seeds only when it is missing or holds
+another size. Before the load, each page kind is also timed one request at a time (no
+concurrency), and SQL queries per page are counted in-process on the same data.
 """
 
 from __future__ import annotations
@@ -38,29 +47,40 @@ WORDS = [
 ]  # fmt: skip
 
 
-def bench_url(base: str) -> str:
+def bench_url(base: str, name: str = "") -> str:
+    """The benchmark's own database, next to the one ``base`` names (never that one)."""
     parts = urlsplit(base)
-    return urlunsplit(parts._replace(path="/dialab_bench_transcripts"))
+    name = name or f"{parts.path.lstrip('/') or 'dialab'}_transcripts_bench"
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def _admin(url: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path="/postgres"))
+
+
+def database_exists(url: str) -> bool:
+    import psycopg
+
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(_admin(url), autocommit=True) as conn:
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+    return found is not None
 
 
 def recreate_database(url: str) -> None:
     import psycopg
 
-    parts = urlsplit(url)
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    name = parts.path.lstrip("/")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    name = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(_admin(url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def drop_database(url: str) -> None:
     import psycopg
 
-    parts = urlsplit(url)
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{parts.path.lstrip("/")}" WITH (FORCE)')
+    with psycopg.connect(_admin(url), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{urlsplit(url).path.lstrip("/")}" WITH (FORCE)')
 
 
 # Words that few turns contain, as in real searches for a specific mistake or idea.
@@ -73,9 +93,8 @@ def sentence(rng: random.Random) -> str:
     return " ".join(words).capitalize() + "."
 
 
-def seed(dialogues_per_run: int) -> dict[str, object]:
-    """Fill the database with COPY; returns ids the load needs."""
-    from django.contrib.sessions.backends.db import SessionStore
+def seed(dialogues_per_run: int) -> float:
+    """Fill the database with COPY; returns the seconds the COPY took."""
     from django.db import connection
 
     from webapp.accounts.models import User
@@ -84,14 +103,14 @@ def seed(dialogues_per_run: int) -> dict[str, object]:
     from webapp.tasks.models import Task, TaskSet
 
     rng = random.Random(2026)
-    user = User.objects.create_user("bench", password="bench-password-1", role="researcher")
+    User.objects.create_user("bench", password="bench-password-1", role="researcher")
     task_set = TaskSet.objects.create(name="bench tasks")
     Task.objects.bulk_create(
         Task(task_set=task_set, position=i, prompt=f"What is {i} + {i}?",
              reference={"answer": str(2 * i)}, verifier_kind="numeric", domain="arithmetic")
         for i in range(1000)
     )  # fmt: skip
-    task_ids = list(task_set.tasks.values_list("id", flat=True))
+    tasks = list(task_set.tasks.order_by("position").values_list("id", "position"))
     student = ModelSpec.objects.create(name="bench student", backend="scripted")
     protocol = Protocol.objects.create(name="bench didactic", max_turns=5)
     runs = [
@@ -105,17 +124,19 @@ def seed(dialogues_per_run: int) -> dict[str, object]:
     raw = connection.connection  # the psycopg connection under Django's
     dialogue_columns = (
         "run_id, task_id, sample_index, seed, outcome, first_correct_turn, num_turns, "
-        "end_reason, created_at"
+        "end_reason, created_at, task_position, leaked, changed_answer, turn_kinds"
     )
     with raw.cursor() as cursor:
         with cursor.copy(f"COPY dialogues_dialogue ({dialogue_columns}) FROM STDIN") as copy:
             for run in runs:
                 for n in range(dialogues_per_run):
                     solved_at = rng.choice([1, 2, 3, 4, 5, None, None])
+                    task_id, _ = tasks[n % len(tasks)]
                     copy.write_row((
-                        run.pk, task_ids[n % len(task_ids)], n // len(task_ids), n,
+                        run.pk, task_id, n // len(tasks), n,
                         "solved" if solved_at else "unsolved", solved_at, 5,
                         "solved" if solved_at else "max_turns", "2026-11-21T00:00:00Z",
+                        0, False, False, 0,  # filled in by denormalise()
                     ))  # fmt: skip
         cursor.execute("SELECT id FROM dialogues_dialogue ORDER BY id")
         dialogue_ids = [row[0] for row in cursor.fetchall()]
@@ -137,19 +158,87 @@ def seed(dialogues_per_run: int) -> dict[str, object]:
                         (rng.random() < 0.3) if student_turn else None,
                         None, "{}", (not student_turn) and rng.random() < 0.003, 20, 12, 1.0,
                     ))  # fmt: skip
+    with raw.cursor() as cursor:
         cursor.execute("ANALYZE")
-    raw.commit()
-    seconds = time.perf_counter() - started
+    denormalise()
+    with raw.cursor() as cursor:  # Django's connection is in autocommit mode here
+        # The backfills rewrote every dialogue row; dialogues_store inserts each row once, so
+        # give the dead versions back to leave the table as the application would.
+        cursor.execute("VACUUM FULL dialogues_dialogue")
+        cursor.execute("VACUUM ANALYZE")
+    return time.perf_counter() - started
+
+
+def denormalise() -> None:
+    """Fill what dialogues_store writes with each dialogue besides the COPY's columns (the
+    task's position, what the turns say, the search document) with the migrations' backfills."""
+    from webapp.dialogues.models import Dialogue, Turn
+    from webapp.dialogues.search import fill_documents
+    from webapp.dialogues.summary import backfill
+    from webapp.tasks.models import Task
+
+    backfill(dialogue_model=Dialogue, turn_model=Turn, task_model=Task)
+    fill_documents(dialogue_table=Dialogue._meta.db_table, turn_table=Turn._meta.db_table)
+
+
+def _session_for(user) -> str:  # type: ignore[no-untyped-def]
+    from django.contrib.sessions.backends.db import SessionStore
+
     session = SessionStore()
     session["_auth_user_id"] = str(user.pk)
     session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
     session["_auth_user_hash"] = user.get_session_auth_hash()
     session.create()
+    return str(session.session_key)
+
+
+def prepare(clients: int) -> dict[str, object]:
+    """Sessions, ids and labelling items for the load; idempotent on a reused database, and it
+    clears the benchmark annotators' labels so every run saves from the same state."""
+    from webapp.accounts.models import User
+    from webapp.annotations.models import Annotation, LabelQuestion, LabelQueue, QueueAssignment
+    from webapp.dialogues.models import Dialogue, Turn
+    from webapp.runs.models import Run
+
+    researcher = User.objects.get(username="bench")
+    question = LabelQuestion.objects.get(schema__name="Feedback quality", key="helpfulness")
+    queue, _ = LabelQueue.objects.get_or_create(
+        name="bench labelling", defaults={"schema": question.schema, "created_by": researcher}
+    )
+    annotators = []
+    first_ids = list(Dialogue.objects.order_by("pk").values_list("pk", flat=True)[: clients * 10])
+    for n in range(clients):
+        annotator, _ = User.objects.get_or_create(
+            username=f"bench-annotator-{n}", defaults={"role": "annotator"}
+        )
+        for position, dialogue_id in enumerate(first_ids[n * 10 : (n + 1) * 10]):
+            QueueAssignment.objects.get_or_create(
+                queue=queue, dialogue_id=dialogue_id, annotator=annotator,
+                defaults={"position": position},
+            )  # fmt: skip
+        annotators.append(annotator)
+    Annotation.objects.filter(author__in=annotators).delete()  # revisions go with them
+    QueueAssignment.objects.filter(queue=queue).update(status=QueueAssignment.Status.PENDING)
+    labellers = []
+    for annotator in annotators:
+        items = list(
+            QueueAssignment.objects.filter(queue=queue, annotator=annotator).order_by("position")
+        )
+        teacher_turns = Turn.objects.filter(
+            dialogue_id__in=[item.dialogue_id for item in items], role=Turn.Role.TEACHER
+        ).values_list("dialogue_id", "pk")
+        item_of = {item.dialogue_id: item.pk for item in items}
+        labellers.append({
+            "session": _session_for(annotator),
+            "page": f"/annotations/items/{items[0].pk}/",
+            "saves": [(item_of[dialogue_id], turn_id) for dialogue_id, turn_id in teacher_turns],
+        })  # fmt: skip
     return {
-        "session": session.session_key,
-        "dialogue_ids": dialogue_ids,
-        "run_ids": [run.pk for run in runs],
-        "seed_seconds": seconds,
+        "session": _session_for(researcher),
+        "dialogue_ids": list(Dialogue.objects.order_by("pk").values_list("pk", flat=True)),
+        "run_ids": list(Run.objects.order_by("pk").values_list("pk", flat=True)),
+        "question_id": question.pk,
+        "labellers": labellers,
     }
 
 
@@ -175,26 +264,88 @@ def page_urls(data: dict[str, object]) -> dict[str, list[str]]:
     }
 
 
-def client_worker(
-    base: str,
-    session: str,
-    urls: list[str],
-    seconds: float,
-    clients: int,
-    out: multiprocessing.Queue,
-) -> None:
-    """Runs in the second process: ``clients`` threads, each requesting until time is up."""
+# A client's plan: its Cookie header and the requests it cycles through, each (path, form body
+# or None for a GET). A "{nonce}" or "{value}" in a body is filled in per request.
+Plan = tuple[str, list[tuple[str, str | None]]]
+
+
+def page_plans(session: str, urls: list[str], clients: int) -> list[Plan]:
+    """Every client with the same session, starting at a different place in the list."""
+    requests: list[tuple[str, str | None]] = [(url, None) for url in urls]
+    return [
+        (f"sessionid={session}", requests[i * 7 % len(urls) :] + requests[: i * 7 % len(urls)])
+        for i in range(clients)
+    ]
+
+
+def label_plans(data: dict[str, object]) -> list[Plan]:
+    """One annotator per client, answering the helpfulness of its items' teacher turns."""
+    labellers = data["labellers"]
+    assert isinstance(labellers, list)
+    plans = []
+    for labeller in labellers:
+        requests: list[tuple[str, str | None]] = [(labeller["page"], None)]  # CSRF token
+        requests += [
+            (f"/annotations/items/{item}/answer/",
+             f"question={data['question_id']}&turn={turn}&value={{value}}&nonce={{nonce}}")
+            for item, turn in labeller["saves"]
+        ]  # fmt: skip
+        plans.append((f"sessionid={labeller['session']}", requests))
+    return plans
+
+
+def _csrf(response_headers, html: str) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    """The CSRF cookie the page set and the token its forms carry."""
+    import re
+
+    cookie = next(
+        header.split(";", 1)[0]
+        for header in response_headers.get_all("Set-Cookie") or []
+        if header.startswith("csrftoken=")
+    )
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
+    assert token, "no CSRF token on the labelling page"
+    return cookie, token[1]
+
+
+def client_worker(base: str, plans: list[Plan], seconds: float, out: multiprocessing.Queue) -> None:
+    """Runs in the second process: one thread per plan, each requesting until time is up. A
+    plan whose first request is a GET of a form page posts the rest with its CSRF token."""
+    import uuid
+
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
-    deadline = time.monotonic() + seconds
+    ready = threading.Barrier(len(plans))
+    deadline = [0.0]
 
-    def loop(offset: int) -> None:
-        n = offset
-        while time.monotonic() < deadline:
-            request = urllib.request.Request(
-                base + urls[n % len(urls)], headers={"Cookie": f"sessionid={session}"}
-            )
+    def loop(plan: Plan) -> None:
+        cookie, requests = plan
+        headers = {"Cookie": cookie}
+        if any(body is not None for _, body in requests):
+            with urllib.request.urlopen(
+                urllib.request.Request(base + requests[0][0], headers=headers), timeout=30
+            ) as response:
+                csrf_cookie, token = _csrf(response.headers, response.read().decode())
+            headers = {
+                "Cookie": f"{cookie}; {csrf_cookie}",
+                "X-CSRFToken": token,
+                "Accept": "application/json",
+                "Content-Type": "application/x-www-form-urlencoded",
+            }
+            requests = requests[1:]
+        if ready.wait() == 0:
+            deadline[0] = time.monotonic() + seconds
+        while not deadline[0]:
+            time.sleep(0.001)
+        n = 0
+        while time.monotonic() < deadline[0]:
+            path, body = requests[n % len(requests)]
+            data = None
+            if body is not None:  # each pass over the items gives every answer a new value
+                value = n // len(requests) % 5 + 1
+                data = body.format(value=value, nonce=uuid.uuid4().hex).encode()
+            request = urllib.request.Request(base + path, data=data, headers=headers)
             started = time.perf_counter()
             try:
                 with urllib.request.urlopen(request, timeout=30) as response:
@@ -210,7 +361,7 @@ def client_worker(
                     latencies.append(elapsed)
             n += 1
 
-    threads = [threading.Thread(target=loop, args=(i * 7,)) for i in range(clients)]
+    threads = [threading.Thread(target=loop, args=(plan,)) for plan in plans]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -218,11 +369,9 @@ def client_worker(
     out.put((latencies, errors[:5], len(errors)))
 
 
-def measure(base: str, session: str, urls: list[str], seconds: float, clients: int) -> dict:
+def measure(base: str, plans: list[Plan], seconds: float) -> dict:
     queue: multiprocessing.Queue = multiprocessing.Queue()
-    process = multiprocessing.Process(
-        target=client_worker, args=(base, session, urls, seconds, clients, queue)
-    )
+    process = multiprocessing.Process(target=client_worker, args=(base, plans, seconds, queue))
     process.start()
     latencies, sample_errors, error_count = queue.get()
     process.join()
@@ -238,9 +387,30 @@ def measure(base: str, session: str, urls: list[str], seconds: float, clients: i
         "p50": pct(0.50) if latencies else float("nan"),
         "p95": pct(0.95) if latencies else float("nan"),
         "p99": pct(0.99) if latencies else float("nan"),
+        "max": latencies[-1] * 1000 if latencies else float("nan"),
         "mean": statistics.fmean(latencies) * 1000 if latencies else float("nan"),
         "rps": len(latencies) / seconds,
     }
+
+
+def _row(label: str, result: dict, baseline: float, next_baseline: float) -> str:
+    return (
+        f"{label:<28} {result['requests']:>8} {result['rps']:>7.1f} {result['p50']:>7.1f} "
+        f"{result['p95']:>7.1f} {result['p99']:>7.1f} {result['p95'] / baseline:>12.1f}x "
+        f"{next_baseline:>11.1f} ms"
+    )
+
+
+def single_requests(base: str, session: str, urls: list[str], count: int = 20) -> list[float]:
+    """Milliseconds of ``count`` requests made one after another, with nothing else running."""
+    times = []
+    for url in (urls * count)[:count]:
+        request = urllib.request.Request(base + url, headers={"Cookie": f"sessionid={session}"})
+        started = time.perf_counter()
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
+        times.append((time.perf_counter() - started) * 1000)
+    return sorted(times)
 
 
 def query_counts(data: dict[str, object]) -> dict[str, int]:
@@ -265,6 +435,18 @@ def query_counts(data: dict[str, object]) -> dict[str, int]:
         with CaptureQueriesContext(connection) as context:
             assert client.get(url).status_code == 200, url
         counts[label] = len(context.captured_queries)
+    labeller = data["labellers"][0]  # type: ignore[index]
+    item, turn = labeller["saves"][0]
+    annotator = Client(HTTP_HOST="localhost")
+    annotator.cookies["sessionid"] = labeller["session"]
+    with CaptureQueriesContext(connection) as context:
+        response = annotator.post(
+            f"/annotations/items/{item}/answer/",
+            {"question": data["question_id"], "turn": turn, "value": "3", "nonce": "count-1"},
+            headers={"accept": "application/json"},
+        )
+        assert response.status_code == 200, response.content
+    counts["label save"] = len(context.captured_queries)
     return counts
 
 
@@ -274,7 +456,19 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes.")
     parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument(
+        "--database",
+        default="",
+        help="Database name (default: <DATABASE_URL's>_transcripts_bench).",
+    )
     parser.add_argument("--keep", action="store_true", help="Keep the database afterwards.")
+    parser.add_argument(
+        "--reuse", action="store_true",
+        help="Reuse a seeded database of the same size (migrated to the current code); keeps it.",
+    )  # fmt: skip
+    parser.add_argument(
+        "--only", action="append", default=[], help="Measure only page kinds containing this."
+    )
     parser.add_argument(
         "--dialogues-per-run", type=int, default=DIALOGUES_PER_RUN, help="Smaller for a dry run."
     )
@@ -283,24 +477,46 @@ def main() -> None:
     base_url = os.environ.get("DATABASE_URL", "")
     if not base_url.startswith("postgres"):
         raise SystemExit("Set DATABASE_URL=postgres://...: this benchmark measures PostgreSQL.")
-    url = bench_url(base_url)
-    recreate_database(url)
+    url = bench_url(base_url, args.database)
+    reuse = args.reuse and database_exists(url)
+    if not reuse:
+        recreate_database(url)
     env = {**os.environ, "DATABASE_URL": url, "DEBUG": "false"}
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+    started = time.perf_counter()
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
     )
+    migrate_seconds = time.perf_counter() - started
 
     import django
 
     django.setup()
+    from webapp.dialogues.models import Dialogue
+
+    expected = RUNS * args.dialogues_per_run
+    if reuse and Dialogue.objects.count() != expected:
+        print(f"{url.rsplit('/', 1)[-1]} holds another size: seeding it again")
+        from django.db import connections
+
+        connections.close_all()
+        recreate_database(url)
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
+        )
+        reuse = False
     server = None
     try:
-        data = seed(args.dialogues_per_run)
-        print(f"seeded {RUNS * args.dialogues_per_run:,} dialogues and "
-              f"{RUNS * args.dialogues_per_run * TURNS_PER_DIALOGUE:,} turns with COPY "
-              f"in {data['seed_seconds']:.0f} s")  # fmt: skip
+        if reuse:
+            name = url.rsplit("/", 1)[-1]
+            print(f"reusing {expected:,} dialogues and {expected * TURNS_PER_DIALOGUE:,} turns "
+                  f"in {name} (migrate took {migrate_seconds:.1f} s)")  # fmt: skip
+        else:
+            seconds = seed(args.dialogues_per_run)
+            print(f"seeded {expected:,} dialogues and {expected * TURNS_PER_DIALOGUE:,} turns "
+                  f"with COPY in {seconds:.0f} s")  # fmt: skip
+        data = prepare(args.clients)
         counts = query_counts(data)
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "webapp.wsgi:application",
@@ -314,24 +530,44 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(0.2)
+        session = str(data["session"])
+        pages = {
+            label: urls
+            for label, urls in page_urls(data).items()
+            if label.startswith("healthz") or not args.only or any(o in label for o in args.only)
+        }
+        print("one request at a time (20 each after warming up; saves: 3 s): median / max ms")
+        for label, urls in pages.items():
+            single_requests(base, session, urls, count=8)  # every worker warm
+            times = single_requests(base, session, urls)
+            print(f"  {label:<28} {statistics.median(times):>7.1f} {times[-1]:>7.1f}")
+        if not args.only or any(o in "label save" for o in args.only):
+            alone = measure(base, label_plans(data)[:1], 3.0)  # one annotator, for 3 s
+            print(f"  {'label save (POST)':<28} {alone['p50']:>7.1f} {alone['max']:>7.1f}")
         print(f"load: {args.clients} concurrent clients from a second process, "
               f"{args.seconds:.0f} s per page kind, gunicorn with {args.workers} workers, "
               f"{os.cpu_count()} CPUs")  # fmt: skip
         header = (
             f"{'page':<28} {'requests':>8} {'req/s':>7} {'p50 ms':>7} {'p95 ms':>7} "
-            f"{'p99 ms':>7} {'p95/baseline':>13}"
+            f"{'p99 ms':>7} {'p95/baseline':>13} {'next baseline':>14}"
         )
         print(header)
         print("-" * len(header))
-        baseline = None
-        for label, urls in page_urls(data).items():
-            result = measure(base, str(data["session"]), urls, args.seconds, args.clients)
-            baseline = baseline or result["p95"]
-            print(f"{label:<28} {result['requests']:>8} {result['rps']:>7.1f} "
-                  f"{result['p50']:>7.1f} {result['p95']:>7.1f} {result['p99']:>7.1f} "
-                  f"{result['p95'] / baseline:>12.1f}x")  # fmt: skip
+        plans = {label: page_plans(session, urls, args.clients) for label, urls in pages.items()}
+        if not args.only or any(o in "label save" for o in args.only):
+            plans["label save (POST)"] = label_plans(data)
+        baseline_plan = plans.pop("healthz (baseline)")
+        # Other work on the machine comes and goes: /healthz is measured again right after each
+        # page kind, and each ratio is against the mean of the baselines on either side of it.
+        before = measure(base, baseline_plan, args.seconds)
+        print(_row("healthz (baseline)", before, before["p95"], before["p95"]))
+        for label, plan in plans.items():
+            result = measure(base, plan, args.seconds)
+            after = measure(base, baseline_plan, args.seconds / 3)
+            print(_row(label, result, (before["p95"] + after["p95"]) / 2, after["p95"]))
             if result["errors"]:
                 print(f"   {result['errors']} errors, e.g. {result['sample_errors'][:2]}")
+            before = after
         print()
         print("SQL queries per page (in-process, same data):")
         for label, count in counts.items():
@@ -343,7 +579,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        if not args.keep:
+        if not (args.keep or args.reuse):
             drop_database(url)
 
 

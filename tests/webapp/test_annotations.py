@@ -108,6 +108,60 @@ def test_save_is_idempotent_and_keeps_history(dialogues, annotator) -> None:  # 
         )
 
 
+def test_a_seen_nonce_changes_nothing_even_after_other_changes(dialogues, annotator) -> None:  # type: ignore[no-untyped-def]
+    """A save writes first and lets the revision's unique (author, nonce) roll a seen request
+    back; these are the cases where that differs from looking the nonce up first."""
+    turn = dialogues[0].turns.get(role="teacher")
+    helpfulness = feedback_schema().questions.get(key="helpfulness")
+    save: dict[str, Any] = {
+        "question": helpfulness, "dialogue": dialogues[0], "turn": turn, "author": annotator,
+    }  # fmt: skip
+    services.annotation_save(**save, value=3, nonce="a")
+    services.annotation_save(**save, value=4, nonce="b")
+    services.annotation_save(**save, value=3, nonce="a")  # a late retry of the first request
+    answer = Annotation.objects.get()
+    assert answer.value == 4 and answer.is_draft
+    # Submitting with the value unchanged writes no revision, so a seen nonce is looked up.
+    services.annotation_save(**save, value=4, nonce="b", draft=False)
+    assert Annotation.objects.get().is_draft
+    services.annotation_save(**save, value=4, nonce="c", draft=False)
+    assert not Annotation.objects.get().is_draft
+    history = list(AnnotationRevision.objects.values_list("old_value", "new_value", "nonce"))
+    assert history == [(None, 3, "a"), (3, 4, "b")]
+
+
+def test_answer_endpoint_refuses_what_is_not_in_the_item(client, labelled) -> None:  # type: ignore[no-untyped-def]
+    item = item_of(labelled, "first")
+    url = reverse("item_answer", args=[item.pk])
+    turn = labelled["dialogue"].turns.get(role="teacher")
+    other_turn = labelled["other"].turns.get(role="teacher")
+    helpfulness = feedback_schema().questions.get(key="helpfulness")
+    elsewhere = LabelSchema.objects.get(name="Student behaviour").questions.first()
+    assert elsewhere is not None
+    client.force_login(labelled["first"])
+    for data in (
+        {"question": elsewhere.pk, "turn": turn.pk, "value": "yes"},  # another schema's
+        {"question": helpfulness.pk, "turn": other_turn.pk, "value": "3"},  # another dialogue's
+        {"question": "abc", "turn": turn.pk, "value": "3"},
+        {"question": helpfulness.pk, "turn": "9" * 30, "value": "3"},
+        {"question": helpfulness.pk, "turn": "x", "value": "3"},
+        {"question": helpfulness.pk, "value": "3"},  # a turn question without its turn
+        {"question": helpfulness.pk, "turn": turn.pk, "value": "9"},
+    ):
+        response = client.post(url, {**data, "nonce": "n"}, HTTP_ACCEPT="application/json")
+        assert response.status_code == 400 and response.json()["saved"] is False, data
+    assert not Annotation.objects.exists()
+    response = client.post(
+        url, {"question": helpfulness.pk, "turn": turn.pk, "value": "3", "nonce": "n"},
+        HTTP_ACCEPT="application/json",
+    )  # fmt: skip
+    assert response.json() == {"saved": True, "value": 3}
+    services.item_submit(assignment=item)
+    client.post(url, {"question": helpfulness.pk, "turn": turn.pk, "value": "4", "nonce": "m"})
+    answer = Annotation.objects.get(question=helpfulness)
+    assert answer.value == 4 and not answer.is_draft  # a done item's answers stay submitted
+
+
 def test_values_are_validated() -> None:
     questions = {q.key: q for q in feedback_schema().questions.all()}
     assert services.clean_value(question=questions["helpfulness"], raw=["5"]) == 5

@@ -83,10 +83,34 @@ def test_transcripts_filter_by_run_and_outcome(researcher_client, run) -> None: 
     response = researcher_client.get(
         reverse("dialogue_list"), {"run": run.pk, "outcome": "unsolved"}
     )
-    assert [d.sample_index for d in response.context["page"]] == [1]
+    assert [row.sample for row in response.context["page"]] == [1]
     empty = researcher_client.get(reverse("dialogue_list"), {"run": run.pk, "outcome": "error"})
     assert "No transcripts match these filters" in empty.content.decode()
     # A run that does not exist is ignored with a visible note, never an error page.
     unknown = researcher_client.get(reverse("dialogue_list"), {"run": 999999})
     assert "Ignored run=" in unknown.content.decode()
     assert len(unknown.context["page"]) == 2
+
+
+COPIED = ("task_position", "leaked", "changed_answer", "turn_kinds", "search_document")
+
+
+def test_migration_backfills_write_what_the_store_writes(corpus) -> None:  # type: ignore[no-untyped-def]
+    """The list reads copies on each dialogue (summary.py, search.py): for dialogues stored
+    before those columns existed, the migrations' backfills must give the same values."""
+    from webapp.dialogues.search import fill_documents
+    from webapp.dialogues.summary import KIND_BITS, backfill
+    from webapp.tasks.models import Task
+
+    assert set(KIND_BITS) == set(Turn.Kind.values)
+    stored = {row["pk"]: row for row in Dialogue.objects.values("pk", *COPIED)}
+    kinds = {row["turn_kinds"] for row in stored.values()}
+    assert kinds == {1, 1 | 4, 1 | 2 | 4}  # attempts; and feedback; and a question
+    assert sum(row["leaked"] for row in stored.values()) == 1
+    Dialogue.objects.update(
+        task_position=0, leaked=False, changed_answer=False, turn_kinds=0, search_document=None
+    )
+    backfill(dialogue_model=Dialogue, turn_model=Turn, task_model=Task, chunk=2)
+    if connection.vendor == "postgresql":
+        fill_documents(dialogue_table=Dialogue._meta.db_table, turn_table=Turn._meta.db_table)
+    assert {row["pk"]: row for row in Dialogue.objects.values("pk", *COPIED)} == stored

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from tests.factories import TaskFactory, TaskSetFactory
+from tests.factories import StudentFactory, TaskFactory, TaskSetFactory
 from tests.transcript_builders import NAMES, attempt, feedback, make_run, store
 from webapp.dialogues.filters import DialogueFilters
 from webapp.dialogues.models import Dialogue, Turn
@@ -19,8 +19,15 @@ from webapp.dialogues.selectors import align_rounds, dialogue_list
 pytestmark = pytest.mark.django_db
 
 
+def listed_dialogues(response: Any) -> list[Dialogue]:
+    """The dialogues of a list page's rows, in their order."""
+    rows = response.context["page"]
+    by_pk = Dialogue.objects.select_related("task", "run__student").in_bulk([r.pk for r in rows])
+    return [by_pk[row.pk] for row in rows]
+
+
 def names(response: Any) -> list[str]:
-    return [NAMES[dialogue.seed] for dialogue in response.context["page"]]
+    return [NAMES[dialogue.seed] for dialogue in listed_dialogues(response)]
 
 
 def listed(client: Any, params: dict[str, Any]) -> set[str]:
@@ -120,7 +127,7 @@ def test_sorts_by_each_column_both_ways(
     response = researcher_client.get(
         reverse("dialogue_list"), {"sort": f"-{sort}" if descending else sort}
     )
-    rows = list(response.context["page"])
+    rows = listed_dialogues(response)
     assert len(rows) == len(NAMES)
     present = [key(row) for row in rows if key(row) is not None]
     assert present == sorted(present, reverse=descending)
@@ -233,6 +240,21 @@ def test_model_text_is_sanitized_markdown_with_math(researcher_client: Any, corp
     assert 'class="codehilite"' in html  # fenced code is highlighted
     assert "<code>&lt;b&gt;3&lt;/b&gt;</code>" in html  # the extracted answer is escaped
     assert "Leak flagged" in html
+
+
+def test_list_rows_escape_names_and_prompts(researcher_client: Any) -> None:
+    """The rows and the filter widgets are written in Python: every value is still escaped."""
+    task_set = TaskSetFactory()
+    task = TaskFactory(task_set=task_set, prompt='<script>bad()</script> "quoted" & more')
+    run = make_run("<b>run</b>", task_set, student=StudentFactory(name="<i>student</i>"))
+    store(run, task.pk, 0, "a_first", [attempt("3", "3", True)])
+    html = researcher_client.get(reverse("dialogue_list"), {"label": '"><b>x'}).content.decode()
+    assert "<script>bad" not in html and "<b>run" not in html and "<i>student" not in html
+    assert 'title="&lt;script&gt;bad()&lt;/script&gt; &quot;quoted&quot; &amp; more"' in html
+    assert "&lt;b&gt;run&lt;/b&gt;</a>" in html and "&lt;i&gt;student&lt;/i&gt;" in html
+    # The filter form's widgets are written in Python too (widgets.py).
+    assert f"#{run.pk} &lt;b&gt;run&lt;/b&gt;</option>" in html
+    assert 'value="&quot;&gt;&lt;b&gt;x"' in html and '"><b>x' not in html
 
 
 def test_dialogue_page_shows_verdicts_private_context_and_compare_links(
@@ -349,5 +371,7 @@ def test_annotators_read_only_the_transcripts_queued_for_them(
 
 def test_selector_takes_a_filters_value(corpus: Any) -> None:
     filters = DialogueFilters(outcome="unsolved", sort="-turns")
-    assert NAMES[dialogue_list(filters=filters)[0].seed] == "a_question"
+    # Both have two turns: the tie-breakers (run, task, sample) descend with the sort key, so
+    # one index read backwards serves both directions; run B is the later run.
+    assert [NAMES[d.seed] for d in dialogue_list(filters=filters)] == ["b_same", "a_question"]
     assert dialogue_list(filters=filters).filter(leaked=True).count() == 0

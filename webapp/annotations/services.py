@@ -204,6 +204,11 @@ def annotation_save(
     Idempotent: a request whose ``nonce`` this author already used changes nothing, and so does
     saving the value already stored. Concurrent duplicates are settled by the unique
     constraints (one annotation per item and author, one revision per author and nonce).
+
+    A save is one short transaction: lock the answer, write it, write its revision. A used
+    nonce is caught by the revision's unique constraint, which rolls the whole write back,
+    instead of being looked up before every save; the only write without a revision (a draft
+    becoming final with its value unchanged) looks the nonce up first.
     """
     _check_target(question=question, dialogue=dialogue, turn=turn)
     nonce = nonce or uuid.uuid4().hex
@@ -213,32 +218,46 @@ def annotation_save(
     for attempt in range(2):  # a concurrent first save may win the insert: read it and go on
         try:
             with transaction.atomic():
-                existing = AnnotationRevision.objects.filter(author=author, nonce=nonce).first()
-                if existing is not None:
-                    return existing.annotation
                 annotation = Annotation.objects.select_for_update().filter(**lookup).first()
-                old_value = None if annotation is None else annotation.value
                 if annotation is None:
                     annotation = Annotation.objects.create(
                         question=question, author=author, turn=turn, dialogue=dialogue,
                         value=value, is_draft=draft,
                     )  # fmt: skip
-                elif annotation.value == value and (draft or not annotation.is_draft):
+                    old_value = None
+                elif annotation.value == value:
+                    if draft or not annotation.is_draft or _nonce_used(author, nonce):
+                        return annotation  # nothing to change, or this request was seen
+                    annotation.is_draft = False
+                    annotation.save(update_fields=["is_draft", "updated_at"])
                     return annotation
                 else:
+                    old_value = annotation.value
                     annotation.value = value
                     annotation.is_draft = draft and annotation.is_draft
                     annotation.save(update_fields=["value", "is_draft", "updated_at"])
-                if old_value != value:
-                    AnnotationRevision.objects.create(
-                        annotation=annotation, author=author, old_value=old_value,
-                        new_value=value, nonce=nonce,
-                    )  # fmt: skip
+                AnnotationRevision.objects.create(
+                    annotation=annotation, author=author, old_value=old_value,
+                    new_value=value, nonce=nonce,
+                )  # fmt: skip
                 return annotation
         except IntegrityError:
+            # This request was seen (its nonce has a revision: nothing was written), or a
+            # concurrent first save of the same answer won the insert (go again, as an update).
+            seen = (
+                AnnotationRevision.objects.select_related("annotation")
+                .filter(author=author, nonce=nonce)
+                .first()
+            )
+            if seen is not None:
+                return seen.annotation
             if attempt:
                 raise
     raise AssertionError("unreachable")
+
+
+def _nonce_used(author: User, nonce: str) -> bool:
+    return AnnotationRevision.objects.filter(author=author, nonce=nonce).exists()
 
 
 def prefill_value(*, question: LabelQuestion, turn: Turn | None) -> Any:

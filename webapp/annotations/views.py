@@ -226,16 +226,26 @@ def item_label(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "annotations/item_label.html", context)
 
 
+def _row_id(value: str) -> int | None:
+    """A primary key from a form, or None (not a number, or past the database's integers)."""
+    return int(value) if value.isdigit() and int(value) < 2**63 else None
+
+
 @require_POST
 def item_answer(request: HttpRequest, pk: int) -> HttpResponse:
     """Save one answer (a draft until the item is submitted). JavaScript posts here once per
     answer given, with a nonce it reuses on retries; a plain form post works too."""
-    assignment = _assignment_or_404(request, pk)
-    questions = {q.pk: q for q in assignment.queue.schema.questions.all()}
-    question = questions.get(int(request.POST.get("question", "0") or 0))
-    turns = {turn.pk: turn for turn in assignment.dialogue.turns.all()}
-    turn_id = request.POST.get("turn", "")
-    turn = turns.get(int(turn_id)) if turn_id.isdigit() else None
+    question_id, turn_id = request.POST.get("question", ""), request.POST.get("turn", "")
+    try:
+        target = selectors.answer_target(
+            pk=_row_id(str(pk)) or 0,
+            user=_user(request),
+            question_id=_row_id(question_id) or 0,
+            turn_id=_row_id(turn_id),
+        )
+    except QueueAssignment.DoesNotExist:
+        raise Http404("No such item in your queues.") from None
+    question, turn = target.question, target.turn
     error = ""
     if question is None or (turn_id and turn is None):
         error = "No such question or turn in this item."
@@ -244,12 +254,12 @@ def item_answer(request: HttpRequest, pk: int) -> HttpResponse:
             value = services.clean_value(question=question, raw=request.POST.getlist("value"))
             services.annotation_save(
                 question=question,
-                dialogue=assignment.dialogue,
+                dialogue=target.dialogue,
                 turn=turn,
                 author=_user(request),
                 value=value,
                 nonce=request.POST.get("nonce", "")[:64],
-                draft=assignment.status != QueueAssignment.Status.DONE,
+                draft=not target.item_done,
             )
         except ValidationError as problem:
             error = " ".join(problem.messages)
@@ -259,9 +269,7 @@ def item_answer(request: HttpRequest, pk: int) -> HttpResponse:
         return JsonResponse({"saved": True, "value": value})
     if error:
         messages.error(request, error)
-    return redirect(
-        f"{reverse('item_label', args=[assignment.pk])}#turn-{turn.index if turn else 'dialogue'}"
-    )
+    return redirect(f"{reverse('item_label', args=[pk])}#turn-{turn.index if turn else 'dialogue'}")
 
 
 def _next_item(assignment: QueueAssignment) -> HttpResponse:
@@ -289,7 +297,10 @@ def item_history(request: HttpRequest, pk: int, dialogue_pk: int) -> HttpRespons
     """Everyone's labels for one dialogue of a queue, with every change (researchers only)."""
     queue = get_object_or_404(LabelQueue.objects.select_related("schema"), pk=pk)
     dialogue = get_object_or_404(
-        Dialogue.objects.select_related("task", "run").filter(assignments__queue=queue).distinct(),
+        Dialogue.objects.select_related("task", "run")
+        .defer("search_document")
+        .filter(assignments__queue=queue)
+        .distinct(),
         pk=dialogue_pk,
     )
     assignments = (

@@ -30,16 +30,35 @@ class IntRange:
         return f"{self.lower}-{self.upper}"
 
 
-# URL value → (label, ORM ordering). A "-" prefix on the URL value sorts descending; every
-# ordering ends with the primary key so pages never overlap or skip a row.
-SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "run": ("run", ("run_id", "task__position", "task_id", "sample_index")),
-    "task": ("task", ("task__position", "task_id", "run_id", "sample_index")),
-    "student": ("student model", ("run__student__name", "run_id", "task_id", "sample_index")),
-    "outcome": ("outcome", ("outcome", "run_id", "task_id", "sample_index")),
-    "first_correct": ("first correct turn", ("first_correct_turn", "run_id", "task_id")),
-    "turns": ("number of turns", ("num_turns", "run_id", "task_id", "sample_index")),
-    "created": ("created", ("created_at",)),
+@dataclass(frozen=True)
+class Sort:
+    """One sortable column: its label and the ORM fields it orders by, the sort key first and
+    then its tie-breakers (the primary key always comes last, so pages never overlap or skip a
+    row). ``models.SORT_INDEXES`` holds an index in that order for each (but the student's
+    name, which lives on another table)."""
+
+    label: str
+    fields: tuple[str, ...]
+    # The key has empty values; they come last in both directions.
+    nullable: bool = False
+    # Descending, the tie-breakers still ascend (newest run first, its tasks in order); other
+    # sorts reverse them with the key, so that one index read backwards serves both ways.
+    ties_ascending: bool = False
+
+
+# URL value → the sort; a "-" prefix on the URL value sorts descending.
+SORTS: dict[str, Sort] = {
+    "run": Sort("run", ("run_id", "task_position", "task_id", "sample_index"), ties_ascending=True),
+    "task": Sort("task", ("task_position", "task_id", "run_id", "sample_index")),
+    "student": Sort("student model", ("run__student__name", "run_id", "task_id", "sample_index")),
+    "outcome": Sort("outcome", ("outcome", "run_id", "task_id", "sample_index")),
+    "first_correct": Sort(
+        "first correct turn",
+        ("first_correct_turn", "run_id", "task_id", "sample_index"),
+        nullable=True,
+    ),
+    "turns": Sort("number of turns", ("num_turns", "run_id", "task_id", "sample_index")),
+    "created": Sort("created", ("created_at",)),
 }
 DEFAULT_SORT = "-run"
 
@@ -73,7 +92,7 @@ class DialogueFilters:
     # The dialogue has at least one turn of each of these kinds ("question", "attempt", ...).
     turn_kinds: tuple[str, ...] = ()
     # True: the student's attempts hold at least two distinct non-empty extracted answers, which
-    # is exactly "some attempt's answer differs from the previous attempt's" (see selectors).
+    # is exactly "some attempt's answer differs from the previous attempt's" (see summary).
     changed_answer: bool | None = None
     search: str = ""
     # Labels: some submitted label at all; a label question's key and the value it was given;
@@ -84,10 +103,21 @@ class DialogueFilters:
     sort: str = DEFAULT_SORT
 
     @property
-    def ordering(self) -> tuple[OrderBy | str, ...]:
-        """The sort key first (descending when asked, empty values last on every database),
-        then the tie-breakers in their natural order."""
+    def ordering(self) -> tuple[OrderBy, ...]:
+        """The sort key (descending when asked; empty values last both ways), then the
+        tie-breakers and the primary key. Written to match ``models.SORT_INDEXES`` exactly: a
+        ``NULLS LAST`` on a column without empty values would keep PostgreSQL off the index."""
         descending = self.sort.startswith("-")
-        first, *rest = SORTS.get(self.sort.removeprefix("-"), SORTS["run"])[1]
-        key = F(first).desc(nulls_last=True) if descending else F(first).asc(nulls_last=True)
-        return (key, *rest, "pk")
+        sort = SORTS.get(self.sort.removeprefix("-"), SORTS["run"])
+        first, *ties = sort.fields
+        nulls_last = True if sort.nullable else None
+        key = (
+            F(first).desc(nulls_last=nulls_last)
+            if descending
+            else F(first).asc(nulls_last=nulls_last)
+        )
+        ties_descending = descending and not sort.ties_ascending
+        return (
+            key,
+            *(F(name).desc() if ties_descending else F(name).asc() for name in (*ties, "pk")),
+        )

@@ -4,13 +4,19 @@ a bad value is dropped and reported as a note (see ``DialogueFilterForm.notes``)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
+from django.db.models import Exists, OuterRef
+from django.forms.models import ModelChoiceIterator
 
 from webapp.accounts.models import User
+from webapp.annotations.models import QueueAssignment
 from webapp.dialogues.filters import DEFAULT_SORT, SORTS, DialogueFilters, IntRange, LabelMatch
 from webapp.dialogues.models import Dialogue, Turn
+from webapp.dialogues.widgets import QuickNumberInput, QuickSelect, QuickTextInput
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
 from webapp.tasks.models import Task, TaskSet
@@ -44,7 +50,42 @@ class IntRangeField(forms.CharField):
         return IntRange(lower, upper)
 
 
-class RunChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]
+class ListedChoiceIterator(ModelChoiceIterator):
+    """The options in one plain query. Django's iterator reads them through a server-side
+    cursor on PostgreSQL (DECLARE, FETCH, CLOSE: three round trips per select, four selects
+    on every transcript list)."""
+
+    def __iter__(self) -> Iterator[tuple[Any, str]]:
+        if self.field.empty_label is not None:
+            yield ("", self.field.empty_label)
+        for obj in self.queryset:
+            yield self.choice(obj)
+
+
+class ListedModelChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]
+    """A choice among a short list that the form shows anyway: the value is looked up in the
+    options (one query for checking the value and drawing the select) instead of with a query
+    of its own."""
+
+    iterator = ListedChoiceIterator
+
+    def to_python(self, value: Any) -> Any:
+        if value in self.empty_values:
+            return None
+        self.validate_no_null_characters(value)
+        try:
+            pk = self.queryset.model._meta.pk.to_python(value)
+        except ValidationError:
+            pk = None
+        for option in self.queryset:  # evaluated once; the select iterates the same rows
+            if option.pk == pk:
+                return option
+        raise ValidationError(
+            self.error_messages["invalid_choice"], code="invalid_choice", params={"value": value}
+        )
+
+
+class RunChoiceField(ListedModelChoiceField):
     def label_from_instance(self, obj: Run) -> str:  # type: ignore[override]
         return f"#{obj.pk} {obj.name}"
 
@@ -76,36 +117,52 @@ class DialogueFilterForm(forms.Form):
         required=False,
         max_length=200,
         label="Search turns",
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "words in any turn"}),
+        widget=QuickTextInput(attrs={"type": "search", "placeholder": "words in any turn"}),
     )
-    run = RunChoiceField(queryset=Run.objects.only("pk", "name"), required=False, label="Run")
-    task_set = forms.ModelChoiceField(
-        queryset=TaskSet.objects.only("pk", "name", "version"), required=False, label="Task set"
+    run = RunChoiceField(
+        queryset=Run.objects.only("pk", "name"), required=False, label="Run", widget=QuickSelect
+    )
+    task_set = ListedModelChoiceField(
+        queryset=TaskSet.objects.only("pk", "name", "version"),
+        required=False,
+        label="Task set",
+        widget=QuickSelect,
     )
     task = forms.IntegerField(
-        required=False, min_value=1, label="Task id", widget=forms.NumberInput(attrs={"size": 6})
+        required=False, min_value=1, label="Task id", widget=QuickNumberInput(attrs={"size": 6})
     )
-    student = forms.ModelChoiceField(
-        queryset=ModelSpec.objects.filter(student_runs__isnull=False).distinct().only("pk", "name"),
+    student = ListedModelChoiceField(
+        queryset=ModelSpec.objects.filter(Exists(Run.objects.filter(student=OuterRef("pk"))))
+        .only("pk", "name")
+        .order_by("name"),
         required=False,
         label="Student model",
+        widget=QuickSelect,
     )
     outcome = forms.ChoiceField(
-        choices=[("", "any"), *Dialogue.Outcome.choices], required=False, label="Outcome"
+        choices=[("", "any"), *Dialogue.Outcome.choices],
+        required=False,
+        label="Outcome",
+        widget=QuickSelect,
     )
     first_correct = IntRangeField(
         required=False,
         label="First correct turn",
-        widget=forms.TextInput(attrs={"placeholder": "2, 2-4, 3+", "size": 6}),
+        widget=QuickTextInput(attrs={"placeholder": "2, 2-4, 3+", "size": 6}),
     )
     turns = IntRangeField(
         required=False,
         label="Turns",
-        widget=forms.TextInput(attrs={"placeholder": "5, 1-3", "size": 6}),
+        widget=QuickTextInput(attrs={"placeholder": "5, 1-3", "size": 6}),
     )
-    leak = forms.ChoiceField(choices=YES_NO_ANY, required=False, label="Teacher leak flagged")
+    leak = forms.ChoiceField(
+        choices=YES_NO_ANY, required=False, label="Teacher leak flagged", widget=QuickSelect
+    )
     changed = forms.ChoiceField(
-        choices=YES_NO_ANY, required=False, label="Changed its answer after feedback"
+        choices=YES_NO_ANY,
+        required=False,
+        label="Changed its answer after feedback",
+        widget=QuickSelect,
     )
     has = forms.MultipleChoiceField(
         choices=Turn.Kind.choices,
@@ -113,29 +170,37 @@ class DialogueFilterForm(forms.Form):
         label="Has a turn of kind",
         widget=forms.CheckboxSelectMultiple,
     )
-    labelled = forms.ChoiceField(choices=YES_NO_ANY, required=False, label="Labelled")
+    labelled = forms.ChoiceField(
+        choices=YES_NO_ANY, required=False, label="Labelled", widget=QuickSelect
+    )
     label = LabelMatchField(
         required=False,
         label="Label",
-        widget=forms.TextInput(attrs={"placeholder": "helpfulness=5, reveals_answer=yes"}),
+        widget=QuickTextInput(attrs={"placeholder": "helpfulness=5, reveals_answer=yes"}),
     )
-    annotator = forms.ModelChoiceField(
-        queryset=User.objects.filter(assignments__isnull=False).distinct().only("pk", "username"),
+    annotator = ListedModelChoiceField(
+        queryset=User.objects.filter(
+            Exists(QueueAssignment.objects.filter(annotator=OuterRef("pk")))
+        )
+        .only("pk", "username")
+        .order_by("username"),
         required=False,
         label="Assigned annotator",
+        widget=QuickSelect,
     )
     sort = forms.ChoiceField(
         # The default comes first, so an untouched form submits the order the page shows.
         choices=sorted(
             (
-                (f"{sign}{key}", f"{label} {'↓' if sign else '↑'}")
-                for key, (label, _) in SORTS.items()
+                (f"{sign}{key}", f"{sort.label} {'↓' if sign else '↑'}")
+                for key, sort in SORTS.items()
                 for sign in ("", "-")
             ),
             key=lambda choice: choice[0] != DEFAULT_SORT,
         ),
         required=False,
         label="Sort by",
+        widget=QuickSelect,
     )
 
     @classmethod

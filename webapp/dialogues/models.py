@@ -1,11 +1,56 @@
 from __future__ import annotations
 
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+
+# Each transcript-list sort walks one of these indexes (see ``filters.SORTS``): the sort key,
+# then the tie-breakers in the same direction, so that one index serves both directions. The
+# default sort (newest run first, its tasks in order) has an index for each direction, and so
+# does the first correct turn, whose empty values come last both ways: its descending index
+# (``DESC NULLS LAST``, which SQLite cannot declare) is made on PostgreSQL only, by migration 0005.
+# The student model's name lives on another table: that sort orders the filtered rows.
+SORT_INDEXES = [
+    models.Index(
+        fields=["-run", "task_position", "task", "sample_index", "id"],
+        name="dialogue_sort_run_desc",
+    ),
+    models.Index(
+        fields=["run", "task_position", "task", "sample_index", "id"], name="dialogue_sort_run"
+    ),
+    models.Index(
+        fields=["task_position", "task", "run", "sample_index", "id"], name="dialogue_sort_task"
+    ),
+    models.Index(
+        fields=["outcome", "run", "task", "sample_index", "id"], name="dialogue_sort_outcome"
+    ),
+    models.Index(
+        fields=["first_correct_turn", "run", "task", "sample_index", "id"],
+        name="dialogue_sort_first_correct",
+    ),
+    models.Index(
+        fields=["num_turns", "run", "task", "sample_index", "id"], name="dialogue_sort_turns"
+    ),
+    models.Index(fields=["created_at", "id"], name="dialogue_sort_created"),
+]
+
+
+class SearchDocumentField(SearchVectorField):  # type: ignore[misc]
+    """A tsvector on PostgreSQL; elsewhere a text column that stays empty."""
+
+    def db_type(self, connection):  # type: ignore[no-untyped-def]
+        return "tsvector" if connection.vendor == "postgresql" else "text"
 
 
 class Dialogue(models.Model):
     """One teacher–student conversation: a run × a task × a sample index (unique, so a resumed
-    run can never store the same dialogue twice)."""
+    run can never store the same dialogue twice).
+
+    Dialogues and their turns are written once, by ``services.dialogues_store``, which also
+    copies onto the dialogue what the transcript list filters and sorts on (the task's position,
+    three facts about the turns from ``summary.turn_summary``, and on PostgreSQL the lexemes of
+    its turns for ``search``), so a list page reads the dialogue rows alone: no join or subquery
+    per row.
+    """
 
     class Outcome(models.TextChoices):
         SOLVED = "solved", "Solved"
@@ -22,13 +67,30 @@ class Dialogue(models.Model):
     task = models.ForeignKey("tasks.Task", on_delete=models.PROTECT, related_name="dialogues")
     sample_index = models.PositiveSmallIntegerField(default=0)
     seed = models.BigIntegerField()
-    outcome = models.CharField(max_length=16, choices=Outcome.choices, db_index=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
     first_correct_turn = models.PositiveSmallIntegerField(null=True, blank=True)
     num_turns = models.PositiveSmallIntegerField(
         help_text="Turn rounds played (the student's replies)."
     )
     end_reason = models.CharField(max_length=32, choices=EndReason.choices)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Copies, for the transcript list (see the class docstring).
+    task_position = models.PositiveIntegerField(
+        default=0, help_text="The task's position in its task set (which never changes once run)."
+    )
+    leaked = models.BooleanField(
+        default=False, help_text="Some teacher turn was flagged as revealing the answer."
+    )
+    changed_answer = models.BooleanField(
+        default=False,
+        help_text="The student's attempts hold at least two distinct non-empty answers.",
+    )
+    turn_kinds = models.PositiveSmallIntegerField(
+        default=0, help_text="The kinds of turn it has, one bit each (summary.KIND_BITS)."
+    )
+    # PostgreSQL: every lexeme of its turns, for one-word searches (see search.py). Selectors
+    # that load whole dialogues defer it: no page shows it.
+    search_document = SearchDocumentField(null=True, editable=False)
 
     class Meta:
         ordering = ["run", "task", "sample_index"]
@@ -38,8 +100,19 @@ class Dialogue(models.Model):
             )
         ]
         indexes = [
-            models.Index(fields=["run", "outcome"]),
+            # A run's dialogues of one outcome, in the default order.
+            models.Index(
+                fields=["run", "outcome", "task_position", "task", "sample_index", "id"],
+                name="dialogue_run_outcome",
+            ),
             models.Index(fields=["run", "first_correct_turn"]),
+            # The filters on what the turns say pick few rows on one side (leaks are rare, and
+            # so are some kinds of turn): an index finds those (``turn_kinds`` through the list
+            # of values that have the bits asked for, see selectors._filter_turns).
+            models.Index(fields=["leaked"], name="dialogue_leaked"),
+            models.Index(fields=["changed_answer"], name="dialogue_changed_answer"),
+            models.Index(fields=["turn_kinds"], name="dialogue_turn_kinds"),
+            *SORT_INDEXES,
         ]
 
     def __str__(self) -> str:

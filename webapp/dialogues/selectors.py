@@ -4,34 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from django.db import connection
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import Left
 
 from webapp.accounts.models import User
 from webapp.annotations.models import Annotation, QueueAssignment
+from webapp.dialogues import search
 from webapp.dialogues.filters import DialogueFilters, IntRange
 from webapp.dialogues.models import Dialogue, Turn
+from webapp.dialogues.summary import kinds_mask, masks_with
 from webapp.runs.models import Run
-
-# Full-text search on PostgreSQL: the expression must stay identical to the one the GIN index of
-# migration 0003 was built on, or the planner cannot use the index.
-SEARCH_CONFIG = "english"
-
-
-def turn_search_vector():  # type: ignore[no-untyped-def]
-    from django.contrib.postgres.search import SearchVector
-
-    return SearchVector("text", config=SEARCH_CONFIG)
 
 
 def _turns_of_dialogue() -> QuerySet[Turn]:
     return Turn.objects.filter(dialogue=OuterRef("pk"))
-
-
-def _student_attempts() -> QuerySet[Turn]:
-    return _turns_of_dialogue().filter(role=Turn.Role.STUDENT, kind=Turn.Kind.ATTEMPT)
 
 
 def _range(dialogues: QuerySet[Dialogue], name: str, bounds: IntRange) -> QuerySet[Dialogue]:
@@ -40,48 +28,6 @@ def _range(dialogues: QuerySet[Dialogue], name: str, bounds: IntRange) -> QueryS
     if bounds.upper is not None:
         dialogues = dialogues.filter(**{f"{name}__lte": bounds.upper})
     return dialogues
-
-
-def _filter_search(dialogues: QuerySet[Dialogue], filters: DialogueFilters) -> QuerySet[Dialogue]:
-    """Dialogues with one turn that matches the whole query. PostgreSQL: stemmed full-text
-    search (web-search syntax: words, "phrases", -exclusions, or) through the GIN index.
-    Elsewhere (SQLite): every word appears, case-insensitively, in the same turn."""
-    if not filters.search:
-        return dialogues
-    turns = _turns_of_dialogue()
-    if connection.vendor == "postgresql":
-        from django.contrib.postgres.search import SearchQuery
-
-        query = SearchQuery(filters.search, config=SEARCH_CONFIG, search_type="websearch")
-        turns = turns.annotate(document=turn_search_vector()).filter(document=query)
-    else:
-        for word in filters.search.split():
-            turns = turns.filter(text__icontains=word.strip('"'))
-    return dialogues.filter(Exists(turns))
-
-
-def _filter_changed_answer(
-    dialogues: QuerySet[Dialogue], filters: DialogueFilters
-) -> QuerySet[Dialogue]:
-    """ "Changed its answer after feedback": the student's attempts hold ≥2 distinct non-empty
-    extracted answers. That is exactly "some attempt's answer differs from the previous
-    non-empty one" (a sequence with two distinct values has two neighbours that differ), and
-    it is one correlated count per dialogue instead of a window over all turns."""
-    if filters.changed_answer is None:
-        return dialogues
-    distinct_answers = Subquery(
-        _student_attempts()
-        .exclude(extracted_answer="")
-        .order_by()
-        .values("dialogue")
-        .annotate(answers=Count("extracted_answer", distinct=True))
-        .values("answers"),
-        output_field=IntegerField(),
-    )
-    dialogues = dialogues.annotate(distinct_answers=Coalesce(distinct_answers, Value(0)))
-    if filters.changed_answer:
-        return dialogues.filter(distinct_answers__gte=2)
-    return dialogues.filter(distinct_answers__lt=2)
 
 
 def _filter_fields(dialogues: QuerySet[Dialogue], filters: DialogueFilters) -> QuerySet[Dialogue]:
@@ -103,10 +49,15 @@ def _filter_fields(dialogues: QuerySet[Dialogue], filters: DialogueFilters) -> Q
 
 
 def _filter_turns(dialogues: QuerySet[Dialogue], filters: DialogueFilters) -> QuerySet[Dialogue]:
-    if filters.leaked is not None:  # "leaked" is annotated by dialogue_list
+    """What the turns say, read from the dialogue's own copies (``summary.turn_summary``)."""
+    if filters.leaked is not None:
         dialogues = dialogues.filter(leaked=filters.leaked)
-    for kind in filters.turn_kinds:
-        dialogues = dialogues.filter(Exists(_turns_of_dialogue().filter(kind=kind)))
+    if filters.changed_answer is not None:
+        dialogues = dialogues.filter(changed_answer=filters.changed_answer)
+    if filters.turn_kinds:
+        # "Has every one of these bits" as the list of masks that do (at most 2**5), so the
+        # index on turn_kinds can find the few dialogues with a rare kind of turn.
+        dialogues = dialogues.filter(turn_kinds__in=masks_with(kinds_mask(filters.turn_kinds)))
     return dialogues
 
 
@@ -133,12 +84,7 @@ def _filter_labels(
 
 
 FilterStep = Callable[[QuerySet[Dialogue], DialogueFilters], QuerySet[Dialogue]]
-_FILTER_STEPS: Sequence[FilterStep] = (
-    _filter_fields,
-    _filter_turns,
-    _filter_changed_answer,
-    _filter_search,
-)
+_FILTER_STEPS: Sequence[FilterStep] = (_filter_fields, _filter_turns)
 
 
 def visible_to(dialogues: QuerySet[Dialogue], *, reader: User | None) -> QuerySet[Dialogue]:
@@ -151,18 +97,46 @@ def visible_to(dialogues: QuerySet[Dialogue], *, reader: User | None) -> QuerySe
     )
 
 
-def dialogue_list(*, filters: DialogueFilters, reader: User | None = None) -> QuerySet[Dialogue]:
+def dialogue_list(
+    *, filters: DialogueFilters, reader: User | None = None, searches_turns: bool | None = None
+) -> QuerySet[Dialogue]:
     """The transcripts that match ``filters`` (and that ``reader`` may see), in their sort
-    order, with what a list row shows (run, task, student model, whether a teacher turn leaked)
-    fetched in the same query."""
-    dialogues = Dialogue.objects.select_related("task", "run", "run__student").annotate(
-        leaked=Exists(_turns_of_dialogue().filter(role=Turn.Role.TEACHER, leak_flag=True))
-    )
-    dialogues = visible_to(dialogues, reader=reader)
+    order. Filters and sorts read the dialogue's own row (see ``Dialogue``), so the list page
+    takes its page of ids from here with the sort's index, and then ``dialogue_rows``.
+    ``searches_turns``: ``search.searches_turns(filters.search)``, when the caller has it."""
+    dialogues = visible_to(Dialogue.objects.all(), reader=reader)
     for step in _FILTER_STEPS:
         dialogues = step(dialogues, filters)
+    if filters.search:  # one turn matches the whole query (see search.py)
+        dialogues = search.search(
+            dialogues, filters.search, _turns_of_dialogue(), in_turns=searches_turns
+        )
     dialogues = _filter_labels(dialogues, filters, reader)
     return dialogues.order_by(*filters.ordering)
+
+
+# The prompt as far as a list row shows it (truncated to 300 characters, in a tooltip).
+PROMPT_HEAD = 301
+
+
+ROW_FIELDS = (
+    "pk", "run_id", "task_id", "sample_index", "outcome", "first_correct_turn", "num_turns",
+    "leaked", "created_at", "run__name", "run__student__name",
+)  # fmt: skip
+
+
+def dialogue_rows(pks: Sequence[int]) -> list[dict[str, Any]]:
+    """What a transcript-list row shows, for these dialogues in this order, in one query of
+    plain values (a page of model instances with their runs and students costs twice the
+    time): ``ROW_FIELDS`` and the task's prompt cut to ``PROMPT_HEAD`` characters
+    (``prompt_head``)."""
+    rows = {
+        row["pk"]: row
+        for row in Dialogue.objects.filter(pk__in=pks).values(
+            *ROW_FIELDS, prompt_head=Left("task__prompt", PROMPT_HEAD)
+        )
+    }
+    return [rows[pk] for pk in pks if pk in rows]
 
 
 @dataclass(frozen=True)
@@ -209,8 +183,10 @@ def dialogue_neighbours(
 
 
 def dialogue_with_turns(*, pk: int, reader: User | None = None) -> Dialogue:
+    """One dialogue with what its page shows; not its run's frozen configuration (a snapshot
+    of every task's fingerprint, which grows with the task set) nor its search document."""
     return (
-        visible_to(Dialogue.objects.all(), reader=reader)
+        visible_to(Dialogue.objects.defer("search_document", "run__config"), reader=reader)
         .select_related(
             "task", "task__task_set", "run", "run__student", "run__teacher", "run__protocol"
         )
@@ -264,7 +240,7 @@ def compare_dialogue(
     *, task_id: int, run_id: int, sample_index: int, reader: User | None = None
 ) -> Dialogue | None:
     return (
-        visible_to(Dialogue.objects.all(), reader=reader)
+        visible_to(Dialogue.objects.defer("search_document"), reader=reader)
         .select_related("run", "run__student", "run__teacher")
         .prefetch_related("turns")
         .filter(task_id=task_id, run_id=run_id, sample_index=sample_index)

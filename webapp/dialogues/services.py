@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from webapp.dialogues.models import Dialogue, Turn
+from webapp.dialogues.search import document_expression
+from webapp.dialogues.summary import turn_summary
+from webapp.tasks.models import Task
 
 TURN_FIELDS = (
     "index",
@@ -32,7 +35,9 @@ def dialogues_store(*, run_id: int, dialogues: Sequence[dict[str, Any]]) -> int:
     """Insert finished dialogues and their turns in two bulk inserts; return how many were new.
 
     A dialogue already stored for the same (task, sample) is skipped, so a re-delivered or
-    resumed job can hand the same results in again without duplicating them.
+    resumed job can hand the same results in again without duplicating them. Each dialogue
+    gets the copies the transcript list reads (its task's position, ``summary.turn_summary``,
+    on PostgreSQL its search document).
     """
     stored = set(
         Dialogue.objects.filter(
@@ -40,6 +45,10 @@ def dialogues_store(*, run_id: int, dialogues: Sequence[dict[str, Any]]) -> int:
         ).values_list("task_id", "sample_index")
     )
     fresh = [d for d in dialogues if (d["task_id"], d["sample_index"]) not in stored]
+    searchable = connection.vendor == "postgresql"  # see search.py
+    positions = dict(
+        Task.objects.filter(pk__in={d["task_id"] for d in fresh}).values_list("pk", "position")
+    )
     rows = Dialogue.objects.bulk_create(
         Dialogue(
             run_id=run_id,
@@ -50,6 +59,11 @@ def dialogues_store(*, run_id: int, dialogues: Sequence[dict[str, Any]]) -> int:
             first_correct_turn=d["first_correct_turn"],
             num_turns=d["num_turns"],
             end_reason=d["end_reason"],
+            task_position=positions[d["task_id"]],
+            **turn_summary(d["turns"]),
+            search_document=(
+                document_expression([turn["text"] for turn in d["turns"]]) if searchable else None
+            ),
         )
         for d in fresh
     )

@@ -6,16 +6,17 @@ assigns to them (the selectors take ``reader``; anything else answers 404).
 
 from __future__ import annotations
 
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django_htmx.http import push_url
 
 from webapp.accounts.models import User
-from webapp.dialogues import selectors
-from webapp.dialogues.filters import DEFAULT_SORT, SORTS
+from webapp.dialogues import search, selectors
+from webapp.dialogues.filters import DEFAULT_SORT
 from webapp.dialogues.forms import CompareForm, DialogueFilterForm
+from webapp.dialogues.listing import column_heads, list_rows, rows_html
 from webapp.dialogues.models import Dialogue
+from webapp.dialogues.pagination import COUNT_LIMIT, BoundedPaginator, requested_page
 
 DIALOGUES_PER_PAGE = 50
 ROWS_TARGET = "dialogue-rows"
@@ -23,11 +24,6 @@ ROWS_TARGET = "dialogue-rows"
 
 def _reader(request: HttpRequest) -> User:
     return request.user  # type: ignore[return-value]
-
-
-def _page_number(request: HttpRequest) -> int:
-    value = request.GET.get("page", "")
-    return int(value) if value.isdigit() and int(value) > 0 else 1
 
 
 def _clean_query(query: QueryDict) -> QueryDict:
@@ -41,23 +37,22 @@ def _clean_query(query: QueryDict) -> QueryDict:
     return clean
 
 
-def _sort_links(query: QueryDict, current: str) -> dict[str, str]:
-    """For each sortable column, the query that sorts by it (toggling the direction when it is
-    already the sort key); pagination restarts at page 1."""
-    links = {}
-    for key in SORTS:
-        params = query.copy()
-        params.pop("page", None)
-        params["sort"] = f"-{key}" if current == key else key
-        links[key] = params.urlencode()
-    return links
-
-
 def dialogue_list(request: HttpRequest) -> HttpResponse:
     form = DialogueFilterForm.from_query(request.GET)
     filters = form.filters()
-    dialogues = selectors.dialogue_list(filters=filters, reader=_reader(request))
-    page = Paginator(dialogues, DIALOGUES_PER_PAGE).get_page(request.GET.get("page"))
+    searches_turns = search.searches_turns(filters.search)
+    ids = selectors.dialogue_list(
+        filters=filters, reader=_reader(request), searches_turns=searches_turns
+    )
+    link_runs = _reader(request).is_researcher
+    page = BoundedPaginator(
+        ids.values_list("pk", flat=True),
+        DIALOGUES_PER_PAGE,
+        load=lambda pks: list_rows(selectors.dialogue_rows(pks), link_runs=link_runs),
+        page=requested_page(request.GET.get("page")),
+        # Counting every match of a search that looks into each turn reads all those turns.
+        count_limit=0 if searches_turns else COUNT_LIMIT,
+    ).get_page(request.GET.get("page"))
     query = _clean_query(request.GET)
     row_query = query.copy()
     row_query["page"] = str(page.number)
@@ -67,10 +62,8 @@ def dialogue_list(request: HttpRequest) -> HttpResponse:
         "page": page,
         "run": form.cleaned_data.get("run"),
         "filtered": any(value for name, value in form.cleaned_data.items() if name != "sort"),
-        "sort_key": filters.sort.removeprefix("-"),
-        "sort_descending": filters.sort.startswith("-"),
-        "sort_links": _sort_links(query, filters.sort),
-        # Rows link to the dialogue with the list's query: "back", prev and next keep it.
+        "column_heads": column_heads(query, filters.sort),
+        "rows_html": rows_html(page.object_list, query=row_query.urlencode()),
         "row_query": row_query.urlencode(),
         "default_sort": DEFAULT_SORT,
     }
@@ -93,7 +86,7 @@ def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
         neighbours = selectors.dialogue_neighbours(
             filters=filters,
             pk=dialogue.pk,
-            page_number=_page_number(request),
+            page_number=requested_page(request.GET.get("page")),
             per_page=DIALOGUES_PER_PAGE,
             reader=_reader(request),
         )

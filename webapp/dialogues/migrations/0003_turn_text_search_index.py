@@ -1,6 +1,6 @@
 """A GIN index for full-text search over turn text, on PostgreSQL only.
 
-The expression is the one ``selectors.turn_search_vector`` filters on, so the planner uses the
+The expression is the one ``search.turn_search_vector`` filters on, so the planner uses the
 index. SQLite has no such index type; there the transcript search falls back to ``icontains``
 and this migration does nothing. The index lives outside the model state (``Turn.Meta`` cannot
 declare a vendor-specific index), so ``makemigrations`` never tries to drop or recreate it.
@@ -17,7 +17,7 @@ def _index():  # type: ignore[no-untyped-def]
     from django.contrib.postgres.indexes import GinIndex
     from django.contrib.postgres.search import SearchVector
 
-    # Keep in step with webapp.dialogues.selectors.turn_search_vector.
+    # Keep in step with webapp.dialogues.search.turn_search_vector.
     return GinIndex(SearchVector("text", config="english"), name=INDEX_NAME)
 
 

@@ -1,0 +1,67 @@
+"""Paging a transcript list of any length in a fixed number of small queries.
+
+Two differences from Django's paginator, both for lists of 100,000 dialogues and more:
+
+- **A bounded count.** Counting every match of a filter costs as much as reading them all, so
+  the count stops at ``COUNT_LIMIT`` rows (or at the end of the page asked for, when that lies
+  further): past it the page says "more than 10,000", never a wrong number, and the next page
+  is always reachable (its own count reaches one row past it). A list whose matches are dear
+  to find (a search that checks each turn) counts only to the end of its page (limit 0).
+- **Ids first.** A page reads the ids of its rows in the list's order (a narrow query that the
+  sort's index answers, with the filters alone deciding the plan), then those rows with what
+  they show (``load``), by primary key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
+from django.utils.functional import cached_property
+
+COUNT_LIMIT = 10_000
+
+
+def requested_page(value: str | None) -> int:
+    """The page number a query string asks for (1 when it asks for none or nonsense)."""
+    value = (value or "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+class BoundedPaginator(Paginator):
+    def __init__(
+        self,
+        ids: QuerySet[Any],
+        per_page: int,
+        *,
+        load: Callable[[Sequence[int]], list[Any]],
+        page: int = 1,
+        count_limit: int = COUNT_LIMIT,
+    ) -> None:
+        """``ids``: the list's primary keys in its order (a ``values_list("pk", flat=True)``);
+        ``load``: the rows for some ids, in that order; ``page``: the page number asked for."""
+        super().__init__(ids, per_page)
+        self.load = load
+        self.count_limit = max(count_limit, page * self.per_page)
+
+    @cached_property
+    def count(self) -> int:
+        """Exact up to ``count_limit``; ``count_limit + 1`` means "more than that"."""
+        return int(self.object_list.order_by()[: self.count_limit + 1].count())
+
+    @property
+    def count_is_exact(self) -> bool:
+        return self.count <= self.count_limit
+
+    @property
+    def count_text(self) -> str:
+        """``1,234`` or ``more than 10,000``."""
+        return f"{self.count:,}" if self.count_is_exact else f"more than {self.count_limit:,}"
+
+    def page(self, number: Any) -> Page:
+        number = self.validate_number(number)
+        bottom = (number - 1) * self.per_page
+        ids = list(self.object_list[bottom : bottom + self.per_page])
+        return self._get_page(self.load(ids), number, self)
