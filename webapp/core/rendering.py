@@ -9,6 +9,7 @@ handlers and unknown tags never reach the page.
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 from html import escape
 
@@ -75,6 +76,25 @@ def _markdown_without_raw_html() -> markdown.Markdown:
     return converter
 
 
+# Building a Markdown converter and a sanitizer costs more than rendering a chat turn with them,
+# and a dialogue page renders dozens of turns: build each once (converters are not thread-safe,
+# so one per thread; ``reset()`` clears a converter's state between documents).
+_CLEANER = nh3.Cleaner(
+    tags=HTML_TAGS | MATHML_TAGS,
+    attributes=ATTRIBUTES,
+    url_schemes={"http", "https", "mailto"},
+    link_rel="noopener noreferrer nofollow",
+)
+_local = threading.local()
+
+
+def _converter() -> markdown.Markdown:
+    converter: markdown.Markdown | None = getattr(_local, "converter", None)
+    if converter is None:
+        converter = _local.converter = _markdown_without_raw_html()
+    return converter.reset()
+
+
 def render_markdown(text: str) -> SafeString:
     formulas: dict[str, str] = {}
 
@@ -86,14 +106,7 @@ def render_markdown(text: str) -> SafeString:
         return key
 
     with_placeholders = MATH_PATTERN.sub(stash, text)
-    html = _markdown_without_raw_html().convert(with_placeholders)
+    html = _converter().convert(with_placeholders)
     for key, mathml in formulas.items():
         html = html.replace(key, mathml)
-    clean = nh3.clean(
-        html,
-        tags=HTML_TAGS | MATHML_TAGS,
-        attributes=ATTRIBUTES,
-        url_schemes={"http", "https", "mailto"},
-        link_rel="noopener noreferrer nofollow",
-    )
-    return mark_safe(clean)
+    return mark_safe(_CLEANER.clean(html))
