@@ -58,12 +58,13 @@ def sharded_problems(count: int, *, seed: int) -> list[tuple[list[str], str, int
 
 
 def small_problems(count: int, *, seed: int) -> list[tuple[str, int]]:
-    """One- and two-digit sums and differences: the house model is sometimes right on these."""
+    """Sums and differences of a one- or two-digit number and a digit: the house model is often
+    right first on one-digit problems and seldom on two-digit ones, so feedback has work to do."""
     rng = random.Random(seed)
     problems = []
     for _ in range(count):
         operator = rng.choice("+-")
-        left, right = rng.randint(1, 99), rng.randint(1, 99)
+        left, right = rng.randint(1, 20), rng.randint(1, 9)
         answer = left + right if operator == "+" else left - right
         problems.append((f"What is {left} {operator} {right}?", answer))
     return problems
@@ -198,7 +199,7 @@ def demo_house_run_create(*, task_count: int = 30) -> Run | None:
         return None
     task_set = task_set_create(
         name=HOUSE_TASK_SET,
-        description="One- and two-digit sums and differences for the locally trained model.",
+        description="Small sums and differences for the locally trained house model.",
         created_by=user,
     )
     for prompt, answer in small_problems(task_count, seed=2028):
