@@ -49,8 +49,10 @@ NO_ANSWER_REPLIES = ("I don't know.", "Let me think about it.")
 class CorpusMix:
     """What the examples are made of.
 
-    tasks: ``(digits, operations, weight)``: mostly the 1-2 digit sums and differences a tiny
-        model learns in minutes; a few 3-digit ones and products, so the format holds there too.
+    tasks: ``(digits, operations, weight)``: the 1-2 digit sums and differences a tiny model
+        learns in minutes, and a few 3-digit ones and products so that their prompts are not
+        strange to it. (More of those, which it cannot learn in minutes, measurably cost it
+        accuracy on the others.)
     student_system / other_system: shares of examples that open with the engine's default
         student system prompt, or with another one.
     answer_format: share of prompts ending with the generators' "End your reply with ...".
@@ -61,10 +63,9 @@ class CorpusMix:
 
     tasks: tuple[tuple[int, str, float], ...] = (
         (1, "+-", 0.1),
-        (2, "+-", 0.82),
-        (1, "*", 0.03),
-        (2, "*", 0.02),
-        (3, "+-", 0.03),
+        (2, "+-", 0.87),
+        (2, "*", 0.01),
+        (3, "+-", 0.02),
     )
     student_system: float = 0.4
     other_system: float = 0.05

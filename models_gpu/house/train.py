@@ -46,17 +46,18 @@ class TrainConfig:
     weight_decay / grad_clip / betas: AdamW's decoupled weight decay (matrices only, not norms or
         biases), the gradient-norm clip, and Adam's moment decay rates.
     first_mix / first_share / mix: what the examples are made of (``corpus.CorpusMix``): the
-        first ``first_share`` of the steps draw from ``first_mix`` (one turn, sums and
-        differences only), the rest from ``mix``. A tiny model learns to find the operands
-        faster where they always sit at the same distance from the answer, and then carries that
-        over to longer dialogues and other tasks.
+        first ``first_share`` of the steps draw from ``first_mix`` (bare one-turn sums and
+        differences: no system prompt, no feedback), the rest from ``mix``. Measured here: with
+        the engine's system prompt in 40% of one-turn examples, per-digit accuracy after 3000
+        steps was 0.56 instead of 0.94, and each step cost half as much again. The later steps
+        teach system prompts and feedback dialogues and keep most of the arithmetic.
     seed: seeds the corpus stream and torch (weight initialisation happens before, from
         ``HouseConfig.seed``).
     device: where to train ("auto", "cpu", "cuda", "cuda:N"; see ``models_gpu.devices``).
     cpu_threads: torch's CPU threads while training (None: ``devices.training_threads()``).
     """
 
-    steps: int = 2500
+    steps: int = 4000
     batch_size: int = 32
     learning_rate: float = 1e-3
     min_lr_ratio: float = 0.1
@@ -65,7 +66,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     betas: tuple[float, float] = (0.9, 0.95)
     first_mix: CorpusMix = field(default_factory=lambda: FIRST_MIX)
-    first_share: float = 0.5
+    first_share: float = 0.7
     mix: CorpusMix = field(default_factory=CorpusMix)
     seed: int = 0
     device: str = "cpu"
