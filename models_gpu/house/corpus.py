@@ -54,7 +54,7 @@ class CorpusMix:
         strange to it. (More of those, which it cannot learn in minutes, measurably cost it
         accuracy on the others.)
     student_system / other_system: shares of examples that open with the engine's default
-        student system prompt, or with another one.
+        student system prompt (most runs keep it, so most examples have it), or another one.
     answer_format: share of prompts ending with the generators' "End your reply with ...".
     feedback: share of examples with a wrong attempt and feedback before the right answer;
         ``second_mistake`` of those have two; ``no_answer`` of first attempts give no number;
@@ -67,7 +67,7 @@ class CorpusMix:
         (2, "*", 0.01),
         (3, "+-", 0.02),
     )
-    student_system: float = 0.4
+    student_system: float = 0.7
     other_system: float = 0.05
     answer_format: float = 0.05
     feedback: float = 0.25

@@ -50,7 +50,10 @@ class TrainConfig:
         differences: no system prompt, no feedback), the rest from ``mix``. Measured here: with
         the engine's system prompt in 40% of one-turn examples, per-digit accuracy after 3000
         steps was 0.56 instead of 0.94, and each step cost half as much again. The later steps
-        teach system prompts and feedback dialogues and keep most of the arithmetic.
+        teach system prompts and feedback dialogues; ``replay`` of their examples still come
+        from ``first_mix``, so the arithmetic learnt first is not forgotten. (With the system
+        prompt in only a fifth of the later examples, one build was right on 58% of held-out
+        2-digit sums without it and on 6% with it.)
     seed: seeds the corpus stream and torch (weight initialisation happens before, from
         ``HouseConfig.seed``).
     device: where to train ("auto", "cpu", "cuda", "cuda:N"; see ``models_gpu.devices``).
@@ -66,8 +69,9 @@ class TrainConfig:
     grad_clip: float = 1.0
     betas: tuple[float, float] = (0.9, 0.95)
     first_mix: CorpusMix = field(default_factory=lambda: FIRST_MIX)
-    first_share: float = 0.7
+    first_share: float = 0.6
     mix: CorpusMix = field(default_factory=CorpusMix)
+    replay: float = 0.3
     seed: int = 0
     device: str = "cpu"
     cpu_threads: int | None = None
@@ -116,9 +120,12 @@ def batches(tokenizer: Any, config: TrainConfig) -> Iterator[dict[str, torch.Ten
     order = random.Random(f"house-batches:{config.seed}")
     step = 0
     while True:
-        stream = first if step < first_steps else then
         size = config.batch_size * BUCKET_BATCHES
-        pool = [encode_example(tokenizer, example) for example in islice(stream, size)]
+        if step < first_steps:
+            chosen: list[Example] = list(islice(first, size))
+        else:
+            chosen = [next(first if order.random() < config.replay else then) for _ in range(size)]
+        pool = [encode_example(tokenizer, example) for example in chosen]
         pool.sort(key=lambda row: len(row[0]))
         group = [pool[i : i + config.batch_size] for i in range(0, len(pool), config.batch_size)]
         order.shuffle(group)
