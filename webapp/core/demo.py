@@ -118,13 +118,7 @@ def demo_project_create(*, task_count: int = 40, launch_run: bool = True) -> Dem
         created_by=user,
     )
     for prompt, answer in arithmetic_problems(task_count, seed=2026):
-        task_add(
-            task_set=task_set,
-            prompt=prompt,
-            reference={"answer": str(answer)},
-            verifier_kind=Task.VerifierKind.NUMERIC,
-            domain="arithmetic",
-        )
+        _add_arithmetic_task(task_set, prompt, answer)
     run = None
     if launch_run:
         run = evaluation_run_create(
@@ -166,14 +160,7 @@ def _sharded_demo_create(user: User, *, task_count: int, launch_run: bool) -> Ru
         created_by=user,
     )
     for shards, prompt, answer in sharded_problems(task_count, seed=2027):
-        task_add(
-            task_set=task_set,
-            prompt=prompt,
-            reference={"answer": str(answer)},
-            verifier_kind=Task.VerifierKind.NUMERIC,
-            domain="arithmetic",
-            shards=shards,
-        )
+        _add_arithmetic_task(task_set, prompt, answer, shards=shards)
     if not launch_run:
         return None
     return evaluation_run_create(
@@ -203,13 +190,7 @@ def demo_house_run_create(*, task_count: int = 30) -> Run | None:
         created_by=user,
     )
     for prompt, answer in small_problems(task_count, seed=2028):
-        task_add(
-            task_set=task_set,
-            prompt=prompt,
-            reference={"answer": str(answer)},
-            verifier_kind=Task.VerifierKind.NUMERIC,
-            domain="arithmetic",
-        )
+        _add_arithmetic_task(task_set, prompt, answer)
     return evaluation_run_create(
         name="Demo: house model, didactic 5 turns",
         task_set=task_set,
@@ -219,4 +200,17 @@ def demo_house_run_create(*, task_count: int = 30) -> Run | None:
         samples_per_task=4,
         seed=0,
         created_by=user,
+    )
+
+
+def _add_arithmetic_task(
+    task_set: TaskSet, prompt: str, answer: int, *, shards: list[str] | None = None
+) -> None:
+    task_add(
+        task_set=task_set,
+        prompt=prompt,
+        reference={"answer": str(answer)},
+        verifier_kind=Task.VerifierKind.NUMERIC,
+        domain="arithmetic",
+        shards=shards,
     )
