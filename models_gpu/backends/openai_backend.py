@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from models_gpu.backends.params import integer_param, number_param
 from models_gpu.backends.prompting import chat_messages, turn_seed
 from models_gpu.types import Generation, GenerationRequest, RoleSpec
 
@@ -95,13 +96,13 @@ class OpenAIOptions:
         return cls(
             model=model,
             api_key_env=api_key_env,
-            max_concurrency=_integer(params, "max_concurrency", 8, low=1),
-            timeout_seconds=_number(params, "timeout_seconds", 120.0, positive=True),
-            max_retries=_integer(params, "max_retries", 3, low=0),
-            backoff_seconds=_number(params, "backoff_seconds", 1.0),
-            temperature=_number(params, "temperature", 0.7),
-            top_p=_number(params, "top_p", 1.0, positive=True, high=1.0),
-            max_new_tokens=_integer(params, "max_new_tokens", 256, low=1),
+            max_concurrency=integer_param("openai", params, "max_concurrency", 8, low=1),
+            timeout_seconds=number_param("openai", params, "timeout_seconds", 120.0, low_open=True),
+            max_retries=integer_param("openai", params, "max_retries", 3, low=0),
+            backoff_seconds=number_param("openai", params, "backoff_seconds", 1.0),
+            temperature=number_param("openai", params, "temperature", 0.7),
+            top_p=number_param("openai", params, "top_p", 1.0, low_open=True, high=1.0),
+            max_new_tokens=integer_param("openai", params, "max_new_tokens", 256, low=1),
         )
 
 
@@ -259,33 +260,3 @@ def _retry_after(error: Any) -> float | None:
 def _cause(error: BaseException) -> str:
     cause = error.__cause__ or error.__context__
     return f"{type(cause).__name__}: {cause}" if cause else str(error)
-
-
-def _number(
-    params: Mapping[str, Any],
-    name: str,
-    default: float,
-    *,
-    positive: bool = False,
-    high: float | None = None,
-) -> float:
-    if name not in params:
-        return default
-    value = params[name]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"openai backend: {name} must be a number, got {value!r}")
-    if value < 0 or (positive and value == 0) or (high is not None and value > high):
-        bounds = f"{'(0' if positive else '[0'}, {high if high is not None else 'inf'}]"
-        raise ValueError(f"openai backend: {name} must lie in {bounds}, got {value!r}")
-    return float(value)
-
-
-def _integer(params: Mapping[str, Any], name: str, default: int, *, low: int) -> int:
-    if name not in params:
-        return default
-    value = params[name]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"openai backend: {name} must be a whole number, got {value!r}")
-    if value < low:
-        raise ValueError(f"openai backend: {name} must be at least {low}, got {value}")
-    return value

