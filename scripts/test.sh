@@ -39,6 +39,7 @@ rm -rf "$artifacts" && mkdir -p "$artifacts"
 echo "==> pytest on PostgreSQL + Redis"
 env DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/dialab}" \
     CELERY_BROKER_URL="${TEST_BROKER_URL:-redis://127.0.0.1:6379/15}" \
+    CACHE_URL="${TEST_CACHE_URL:-redis://127.0.0.1:6379/14}" \
     DIALAB_DATA_DIR="$artifacts/data-services" \
     DIALAB_SCREENSHOTS="$artifacts/screenshots-services" \
     DIALAB_TEST_REQUIRE=postgres,redis,chromium \
@@ -48,7 +49,7 @@ env DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/dialab
 echo "==> pytest on the embedded defaults (SQLite + file-based broker)"
 embedded=("$@")
 [ $# -gt 0 ] || embedded=(tests/webapp tests/e2e)
-env -u DATABASE_URL -u CELERY_BROKER_URL \
+env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL \
     DIALAB_DATA_DIR="$artifacts/data-embedded" \
     DIALAB_SCREENSHOTS="$artifacts/screenshots-embedded" \
     DIALAB_TEST_REQUIRE=chromium \

@@ -50,6 +50,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                 redis.Redis.from_url(settings.CELERY_BROKER_URL).ping()
             except redis.RedisError as error:
                 problems.append(f"Redis at {settings.CELERY_BROKER_URL} does not answer: {error}")
+        if not settings.CACHE_URL.startswith("redis"):
+            problems.append("Redis required but CACHE_URL names no Redis cache")
     if "chromium" in required and not shutil.which(CHROMIUM):
         problems.append(f"Chromium required but {CHROMIUM} is missing")
     if problems:

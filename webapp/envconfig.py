@@ -19,6 +19,7 @@ _FALSE = {"0", "false", "no", "off"}
 
 DATABASE_SCHEMES = ("sqlite", "postgres", "postgresql", "pgsql")
 BROKER_SCHEMES = ("filesystem", "redis", "rediss", "amqp", "pyamqp")
+CACHE_SCHEMES = ("redis", "rediss")
 
 
 def env_str(name: str, default: str, env: Mapping[str, str] = os.environ) -> str:
@@ -118,6 +119,14 @@ def database_config(url: str) -> dict[str, Any]:
 def broker_url(url: str) -> str:
     _scheme_of("CELERY_BROKER_URL", url, BROKER_SCHEMES)
     return url
+
+
+def cache_config(url: str) -> dict[str, Any]:
+    """Django CACHES['default']: Redis when ``url`` names one, else each process's own memory."""
+    if not url:
+        return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    _scheme_of("CACHE_URL", url, CACHE_SCHEMES)
+    return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
 
 
 def ensure_directory(path: Path, what: str) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from webapp.envconfig import (
     broker_url,
+    cache_config,
     database_config,
     ensure_directory,
     env_bool,
@@ -97,6 +98,17 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # A file, not memory, so that a worker process started by a test can share the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test_dialab.sqlite3")}
+
+# Redis when CACHE_URL names one; sessions are then read from it (and written through to the
+# database), which saves a query on every page. Without a shared cache they stay in the database
+# alone: a per-process cache would keep serving a session that another process logged out.
+CACHE_URL = env_str("CACHE_URL", "")
+CACHES = {"default": cache_config(CACHE_URL)}
+SESSION_ENGINE = (
+    "django.contrib.sessions.backends.cached_db"
+    if CACHE_URL
+    else "django.contrib.sessions.backends.db"
+)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"

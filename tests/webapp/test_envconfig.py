@@ -10,6 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from webapp.envconfig import (
     broker_url,
+    cache_config,
     database_config,
     env_bool,
     env_int,
@@ -67,6 +68,17 @@ def test_broker_url_schemes() -> None:
         broker_url("kafka://localhost")
 
 
+def test_cache_is_redis_or_each_process_own() -> None:
+    assert cache_config("")["BACKEND"].endswith("LocMemCache")
+    assert cache_config("redis://h:6379/3") == {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": "redis://h:6379/3",
+    }
+    with pytest.raises(ImproperlyConfigured, match="CACHE_URL must start with") as error:
+        cache_config("memcached://:hunter2@h")
+    assert "hunter2" not in str(error.value)
+
+
 def test_redact_url_hides_only_the_password() -> None:
     assert redact_url("redis://:pw@h:6379/0") == "redis://:***@h:6379/0"
     assert redact_url("postgres://u:pw@h/db") == "postgres://u:***@h/db"
@@ -98,12 +110,12 @@ def test_embedded_defaults_need_no_environment(tmp_path: Path) -> None:
     env = {
         key: value
         for key, value in os.environ.items()
-        if key not in {"DATABASE_URL", "CELERY_BROKER_URL", "SECRET_KEY"}
+        if key not in {"DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL", "SECRET_KEY"}
     }
     env["DIALAB_DATA_DIR"] = str(tmp_path)
     script = (
         "import django; django.setup(); from django.conf import settings as s; "
-        "print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL)"
+        "print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL, s.SESSION_ENGINE)"
     )
     result = subprocess.run(
         [sys.executable, "-c", script],
@@ -114,5 +126,9 @@ def test_embedded_defaults_need_no_environment(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://localhost//"]
+    assert result.stdout.split() == [
+        "django.db.backends.sqlite3",
+        "filesystem://localhost//",
+        "django.contrib.sessions.backends.db",  # a per-process cache cannot hold sessions
+    ]
     assert (tmp_path / "broker" / "queue").is_dir()

@@ -6,7 +6,8 @@ Two differences from Django's paginator, both for lists of 100,000 dialogues and
   the count stops at ``COUNT_LIMIT`` rows (or at the end of the page asked for, when that lies
   further): past it the page says "more than 10,000", never a wrong number, and the next page
   is always reachable (its own count reaches one row past it). A list whose matches are dear
-  to find (a search that checks each turn) counts only to the end of its page (limit 0).
+  to find (a search that checks each turn) counts only to the end of its page (limit 0): its
+  page query reads one row more, and that is the count (no count query of its own).
 - **Ids first.** A page reads the ids of its rows in the list's order (a narrow query that the
   sort's index answers, with the filters alone deciding the plan), then those rows with what
   they show (``load``), by primary key.
@@ -44,6 +45,8 @@ class BoundedPaginator(Paginator):
         ``load``: the rows for some ids, in that order; ``page``: the page number asked for."""
         super().__init__(ids, per_page)
         self.load = load
+        self.requested = page
+        self.counts_to_page_end = count_limit <= page * self.per_page
         self.count_limit = max(count_limit, page * self.per_page)
 
     @cached_property
@@ -59,6 +62,17 @@ class BoundedPaginator(Paginator):
     def count_text(self) -> str:
         """``1,234`` or ``more than 10,000``."""
         return f"{self.count:,}" if self.count_is_exact else f"more than {self.count_limit:,}"
+
+    def get_page(self, number: Any) -> Page:
+        """The page asked for in the constructor (``number`` is the same, unparsed); a page past
+        the end gives the last page, as Django's does."""
+        if self.counts_to_page_end:
+            bottom = (self.requested - 1) * self.per_page
+            ids = list(self.object_list[bottom : bottom + self.per_page + 1])
+            if ids or self.requested == 1:  # else past the end: count, and show the last page
+                self.__dict__["count"] = bottom + len(ids)  # the cached_property's value
+                return self._get_page(self.load(ids[: self.per_page]), self.requested, self)
+        return super().get_page(number)
 
     def page(self, number: Any) -> Page:
         number = self.validate_number(number)

@@ -191,6 +191,7 @@ def dialogue_with_turns(*, pk: int, reader: User | None = None) -> Dialogue:
             "task", "task__task_set", "run", "run__student", "run__teacher", "run__protocol"
         )
         .prefetch_related("turns")
+        .order_by()  # one row: the default ordering would only cost planning time
         .get(pk=pk)
     )
 
@@ -199,7 +200,8 @@ def runs_with_task(
     *, task_id: int, exclude_run_id: int | None = None, reader: User | None = None
 ) -> QuerySet[Run]:
     """Runs that hold at least one dialogue of this task (that ``reader`` may see), newest
-    first, with how many."""
+    first, with how many: their names and students only, not their frozen configurations
+    (which grow with the task set)."""
     of_task = Q(dialogues__task_id=task_id)
     if reader is not None and not reader.is_researcher:
         of_task &= Q(dialogues__assignments__annotator=reader)
@@ -208,6 +210,7 @@ def runs_with_task(
         runs = runs.exclude(pk=exclude_run_id)
     return (
         runs.select_related("student")
+        .only("pk", "name", "created_at", "student__name")
         .annotate(samples=Count("dialogues", filter=of_task, distinct=True))
         .order_by("-created_at", "-pk")
     )

@@ -49,16 +49,24 @@ class QuickNumberInput(QuickInputMixin, forms.NumberInput):
 
 
 class QuickSelect(forms.Select):
+    """A single select written straight from its choices: Django's ``optgroups`` builds a
+    context dictionary per option, which cost more than writing the options themselves."""
+
     def render(
         self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None
     ) -> SafeString:
-        widget = self.get_context(name, value, attrs)["widget"]
-        options = "".join(
-            f'<option value="{escape(str(option["value"]))}"{_attrs(option["attrs"])}>'
-            f"{escape(str(option['label']))}</option>"
-            for _group, group_options, _index in widget["optgroups"]
-            for option in group_options
-        )
+        chosen = self.format_value(value)  # strings, as Django compares them
+        selected = False
+        options = []
+        for option_value, label in self.choices:
+            text = str(option_value if option_value is not None else "")
+            mark = not selected and text in chosen  # a single select marks its first match
+            selected = selected or mark
+            options.append(
+                f'<option value="{escape(text)}"{" selected" if mark else ""}>'
+                f"{escape(str(label))}</option>"
+            )
+        final_attrs = self.build_attrs(self.attrs, attrs)
         return mark_safe(
-            f'<select name="{escape(widget["name"])}"{_attrs(widget["attrs"])}>{options}</select>'
+            f'<select name="{escape(name)}"{_attrs(final_attrs)}>{"".join(options)}</select>'
         )
