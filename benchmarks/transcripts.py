@@ -311,6 +311,7 @@ def _csrf(response_headers, html: str) -> tuple[str, str]:  # type: ignore[no-un
 def client_worker(base: str, plans: list[Plan], seconds: float, out: multiprocessing.Queue) -> None:
     """Runs in the second process: one thread per plan, each requesting until time is up. A
     plan whose first request is a GET of a form page posts the rest with its CSRF token."""
+    import resource
     import uuid
 
     latencies: list[float] = []
@@ -366,15 +367,48 @@ def client_worker(base: str, plans: list[Plan], seconds: float, out: multiproces
         thread.start()
     for thread in threads:
         thread.join()
-    out.put((latencies, errors[:5], len(errors)))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out.put((latencies, errors[:5], len(errors), usage.ru_utime + usage.ru_stime))
 
 
-def measure(base: str, plans: list[Plan], seconds: float) -> dict:
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU time the processes have used so far (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone since it was listed
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def machine_cpu_seconds() -> float:
+    """CPU time every process on the machine has used so far, all cores (Linux /proc/stat)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def app_pids(server: subprocess.Popen) -> list[int]:
+    """gunicorn's master and its workers."""
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+    return [server.pid, *map(int, children)]
+
+
+def measure(base: str, plans: list[Plan], seconds: float, app: list[int]) -> dict:
+    """Latencies of the plans' requests, and the CPU time per request that the load generator,
+    the application (``app``: its pids) and everything else on the machine (the database,
+    mostly) spent while they ran."""
     queue: multiprocessing.Queue = multiprocessing.Queue()
     process = multiprocessing.Process(target=client_worker, args=(base, plans, seconds, queue))
+    app_before, machine_before = cpu_seconds(app), machine_cpu_seconds()
     process.start()
-    latencies, sample_errors, error_count = queue.get()
+    latencies, sample_errors, error_count, client_cpu = queue.get()
     process.join()
+    cpu = {"client": client_cpu, "app": cpu_seconds(app) - app_before}
+    cpu["other"] = machine_cpu_seconds() - machine_before - cpu["client"] - cpu["app"]
     latencies.sort()
 
     def pct(p: float) -> float:
@@ -390,6 +424,9 @@ def measure(base: str, plans: list[Plan], seconds: float) -> dict:
         "max": latencies[-1] * 1000 if latencies else float("nan"),
         "mean": statistics.fmean(latencies) * 1000 if latencies else float("nan"),
         "rps": len(latencies) / seconds,
+        "cpu_ms": {
+            name: used / max(1, len(latencies) + error_count) * 1000 for name, used in cpu.items()
+        },
     }
 
 
@@ -397,7 +434,8 @@ def _row(label: str, result: dict, baseline: float, next_baseline: float) -> str
     return (
         f"{label:<28} {result['requests']:>8} {result['rps']:>7.1f} {result['p50']:>7.1f} "
         f"{result['p95']:>7.1f} {result['p99']:>7.1f} {result['p95'] / baseline:>12.1f}x "
-        f"{next_baseline:>11.1f} ms"
+        f"{next_baseline:>11.1f} ms "
+        + " ".join(f"{result['cpu_ms'][name]:>6.1f}" for name in ("client", "app", "other"))
     )
 
 
@@ -531,6 +569,7 @@ def main() -> None:
             except OSError:
                 time.sleep(0.2)
         session = str(data["session"])
+        pids = app_pids(server)
         pages = {
             label: urls
             for label, urls in page_urls(data).items()
@@ -542,14 +581,15 @@ def main() -> None:
             times = single_requests(base, session, urls)
             print(f"  {label:<28} {statistics.median(times):>7.1f} {times[-1]:>7.1f}")
         if not args.only or any(o in "label save" for o in args.only):
-            alone = measure(base, label_plans(data)[:1], 3.0)  # one annotator, for 3 s
+            alone = measure(base, label_plans(data)[:1], 3.0, pids)  # one annotator, for 3 s
             print(f"  {'label save (POST)':<28} {alone['p50']:>7.1f} {alone['max']:>7.1f}")
         print(f"load: {args.clients} concurrent clients from a second process, "
               f"{args.seconds:.0f} s per page kind, gunicorn with {args.workers} workers, "
               f"{os.cpu_count()} CPUs")  # fmt: skip
         header = (
             f"{'page':<28} {'requests':>8} {'req/s':>7} {'p50 ms':>7} {'p95 ms':>7} "
-            f"{'p99 ms':>7} {'p95/baseline':>13} {'next baseline':>14}"
+            f"{'p99 ms':>7} {'p95/baseline':>13} {'next baseline':>14} "
+            f"{'CPU ms per request: client':>26} {'app':>6} {'other':>6}"
         )
         print(header)
         print("-" * len(header))
@@ -559,11 +599,11 @@ def main() -> None:
         baseline_plan = plans.pop("healthz (baseline)")
         # Other work on the machine comes and goes: /healthz is measured again right after each
         # page kind, and each ratio is against the mean of the baselines on either side of it.
-        before = measure(base, baseline_plan, args.seconds)
+        before = measure(base, baseline_plan, args.seconds, pids)
         print(_row("healthz (baseline)", before, before["p95"], before["p95"]))
         for label, plan in plans.items():
-            result = measure(base, plan, args.seconds)
-            after = measure(base, baseline_plan, args.seconds / 3)
+            result = measure(base, plan, args.seconds, pids)
+            after = measure(base, baseline_plan, args.seconds / 3, pids)
             print(_row(label, result, (before["p95"] + after["p95"]) / 2, after["p95"]))
             if result["errors"]:
                 print(f"   {result['errors']} errors, e.g. {result['sample_errors'][:2]}")
