@@ -375,3 +375,27 @@ def test_selector_takes_a_filters_value(corpus: Any) -> None:
     # one index read backwards serves both directions; run B is the later run.
     assert [NAMES[d.seed] for d in dialogue_list(filters=filters)] == ["b_same", "a_question"]
     assert dialogue_list(filters=filters).filter(leaked=True).count() == 0
+
+
+def test_counts_stop_at_their_limit(researcher_client: Any, monkeypatch: Any) -> None:
+    """Past its limit a count says "more than N"; a word search has a lower limit than the
+    filters (see views.SEARCH_COUNT_LIMIT)."""
+    from webapp.dialogues import search, views
+
+    run = make_run("counted", TaskSetFactory())
+    for task in TaskFactory.create_batch(5, task_set=run.task_set):
+        store(run, task.pk, 0, "a_first", [attempt("The answer is 3.", "3", True)])
+    monkeypatch.setattr(views, "DIALOGUES_PER_PAGE", 1)  # a count reaches at least its page
+    monkeypatch.setattr(views, "COUNT_LIMIT", 4)
+    monkeypatch.setattr(views, "SEARCH_COUNT_LIMIT", 2)
+
+    def count_line(params: dict[str, Any]) -> str:
+        html = researcher_client.get(reverse("dialogue_list"), params).content.decode()
+        return re.search(r'<p class="muted result-count">([^<]*)', html)[1]  # type: ignore[index]
+
+    assert count_line({"run": run.pk}).startswith("More than 4 transcripts")
+    # SQLite looks into each turn for a word, and so counts only to the end of the page.
+    search_limit = 1 if search.searches_turns("answer") else 2
+    assert count_line({"run": run.pk, "q": "answer"}).startswith(f"More than {search_limit} ")
+    monkeypatch.setattr(views, "COUNT_LIMIT", 10)
+    assert count_line({"run": run.pk}).startswith("5 transcripts")
