@@ -182,9 +182,12 @@ def denormalise() -> None:
 
 
 def _session_for(user) -> str:  # type: ignore[no-untyped-def]
-    from django.contrib.sessions.backends.db import SessionStore
+    """A logged-in session in the configured store (as logging in makes one)."""
+    from importlib import import_module
 
-    session = SessionStore()
+    from django.conf import settings
+
+    session = import_module(settings.SESSION_ENGINE).SessionStore()
     session["_auth_user_id"] = str(user.pk)
     session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
     session["_auth_user_hash"] = user.get_session_auth_hash()
