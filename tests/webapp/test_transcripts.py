@@ -399,3 +399,18 @@ def test_counts_stop_at_their_limit(researcher_client: Any, monkeypatch: Any) ->
     assert count_line({"run": run.pk, "q": "answer"}).startswith(f"More than {search_limit} ")
     monkeypatch.setattr(views, "COUNT_LIMIT", 10)
     assert count_line({"run": run.pk}).startswith("5 transcripts")
+
+
+@pytest.mark.parametrize(
+    "text", ["parity", " Carry ", "the", "self-check", "1e5x", "carry ten", '"carry"', "naïve"]
+)
+def test_one_word_searches_are_told_apart_as_postgresql_parses_them(text: str) -> None:
+    from webapp.dialogues import search
+
+    if connection.vendor != "postgresql":
+        assert search.searches_turns(text)  # SQLite always reads the turns
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT numnode(websearch_to_tsquery('english', %s))", [text])
+        (nodes,) = cursor.fetchone()
+    assert search.is_one_lexeme(text) == (nodes <= 1)

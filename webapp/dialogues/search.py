@@ -18,6 +18,7 @@ Elsewhere (SQLite): every word appears, case-insensitively, in the same turn.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -66,9 +67,16 @@ def fill_documents(*, dialogue_table: str, turn_table: str) -> None:
         )
 
 
+# One run of ASCII letters is one token of PostgreSQL's parser (an "asciiword"), and so at most
+# one lexeme, whatever the configuration: no need to ask the database about the common search.
+PLAIN_WORD = re.compile(r"\s*[A-Za-z]+\s*")
+
+
 def is_one_lexeme(text: str) -> bool:
     """Whether PostgreSQL reads ``text`` as at most one lexeme: only its parser knows (``1e5x``
-    is two). One small query."""
+    is two, ``self-check`` three); one small query unless ``text`` is a plain word."""
+    if PLAIN_WORD.fullmatch(text):
+        return True
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT numnode(websearch_to_tsquery(%s::regconfig, %s))", [SEARCH_CONFIG, text]
