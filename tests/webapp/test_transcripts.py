@@ -414,3 +414,25 @@ def test_one_word_searches_are_told_apart_as_postgresql_parses_them(text: str) -
         cursor.execute("SELECT numnode(websearch_to_tsquery('english', %s))", [text])
         (nodes,) = cursor.fetchone()
     assert search.is_one_lexeme(text) == (nodes <= 1)
+
+
+def test_dialogue_page_names_every_model_and_reads_no_field_on_its_own(
+    researcher_client: Any, corpus: Any
+) -> None:
+    from django.conf import settings
+
+    late = Dialogue.objects.get(seed=NAMES.index("a_late"))
+    run = late.run
+    run.teacher, run.user_simulator, run.judge = (
+        StudentFactory(name="the teacher"), StudentFactory(name="the simulator"),
+        StudentFactory(name="the judge"),
+    )  # fmt: skip
+    run.save()
+    with CaptureQueriesContext(connection) as queries:
+        html = researcher_client.get(reverse("dialogue_detail", args=[late.pk])).content.decode()
+    for name in (run.student.name, "the teacher", "the simulator", "the judge"):
+        assert f"<strong>{name}</strong>" in html
+    # The session (unless Redis holds it), the user, the dialogue, its turns, the other runs:
+    # a field left out of DIALOGUE_PAGE_FIELDS that the page shows would add one.
+    from_database = settings.SESSION_ENGINE.endswith(".db")
+    assert len(queries) == 4 + from_database, [q["sql"][:80] for q in queries]

@@ -182,14 +182,29 @@ def dialogue_neighbours(
     )
 
 
+DIALOGUE_PAGE_RELATIONS = (
+    "task", "task__task_set", "run", "run__protocol",
+    "run__student", "run__teacher", "run__user_simulator", "run__judge",
+)  # fmt: skip
+# What the dialogue page shows of its dialogue and the rows around it (a related row read whole
+# costs time in the ORM and in decoding JSON the page never shows: a run's frozen configuration
+# grows with its task set).
+DIALOGUE_PAGE_FIELDS = (
+    "run_id", "task_id", "sample_index", "seed", "outcome", "first_correct_turn", "num_turns",
+    "end_reason", "created_at",
+    "task__external_id", "task__prompt", "task__reference", "task__verifier_kind",
+    "task__verifier_config", "task__task_set__name", "task__task_set__version",
+    "run__name", "run__protocol__name", "run__student__name", "run__teacher__name",
+    "run__user_simulator__name", "run__judge__name",
+)  # fmt: skip
+
+
 def dialogue_with_turns(*, pk: int, reader: User | None = None) -> Dialogue:
-    """One dialogue with what its page shows; not its run's frozen configuration (a snapshot
-    of every task's fingerprint, which grows with the task set) nor its search document."""
+    """One dialogue with what its page shows (``DIALOGUE_PAGE_FIELDS``) and its turns."""
     return (
-        visible_to(Dialogue.objects.defer("search_document", "run__config"), reader=reader)
-        .select_related(
-            "task", "task__task_set", "run", "run__student", "run__teacher", "run__protocol"
-        )
+        visible_to(Dialogue.objects.all(), reader=reader)
+        .select_related(*DIALOGUE_PAGE_RELATIONS)
+        .only(*DIALOGUE_PAGE_FIELDS)
         .prefetch_related("turns")
         .order_by()  # one row: the default ordering would only cost planning time
         .get(pk=pk)
