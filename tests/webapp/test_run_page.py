@@ -161,3 +161,20 @@ def test_annotators_cannot_see_run_metrics(annotator_client, client, corpus, nam
     client.logout()
     anonymous = client.get(url)
     assert anonymous.status_code == 302 and anonymous["Location"].startswith(reverse("login"))
+
+
+def test_run_page_names_every_role_and_the_batching(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    from tests.factories import StudentFactory
+
+    run = make_run("roles", TaskSetFactory())
+    html = page(researcher_client, run).content.decode()
+    assert "User simulator" not in html and "Judge" not in html and "Worker claims" not in html
+    run.user_simulator = StudentFactory(name="the simulator")
+    run.judge = StudentFactory(name="the judge")
+    run.batch_size, run.attempts = 16, 2
+    run.save()
+    html = page(researcher_client, run).content.decode()
+    assert '<dd id="run-user-simulator">the simulator</dd>' in html
+    assert '<dd id="run-judge">the judge</dd>' in html
+    assert "batches of 16 dialogues" in html
+    assert '<dd id="run-attempts">2 (resumed after a worker stopped)</dd>' in html

@@ -30,7 +30,9 @@ COMPARE_CANDIDATES = 50
 
 
 def run_list() -> QuerySet[Run]:
-    return Run.objects.select_related("task_set", "student", "teacher", "protocol")
+    return Run.objects.select_related(
+        "task_set", "student", "teacher", "user_simulator", "judge", "protocol"
+    )
 
 
 def protocol_list() -> QuerySet[Protocol]:
