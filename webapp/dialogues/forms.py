@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django import forms
@@ -71,10 +71,11 @@ class ListedModelChoiceField(forms.ModelChoiceField):  # type: ignore[type-arg]
     of its own."""
 
     iterator = ListedChoiceIterator
-    loaded: list[Any] | None = None  # set by load_options
+    # Set by a form that reads the options of several selects together (on first use).
+    load_options: Callable[[], list[Any]] | None = None
 
     def options(self) -> Any:
-        return self.queryset if self.loaded is None else self.loaded
+        return self.queryset if self.load_options is None else self.load_options()
 
     def to_python(self, value: Any) -> Any:
         if value in self.empty_values:
@@ -273,9 +274,17 @@ class DialogueFilterForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        options = read_filter_options()
         for name in self.MODEL_SELECTS:
-            self.fields[name].loaded = options[name]  # type: ignore[attr-defined]
+            field = self.fields[name]
+            field.load_options = functools.partial(self._model_options, name)  # type: ignore[attr-defined]
+
+    @functools.cached_property
+    def _all_model_options(self) -> dict[str, list[Any]]:
+        """Read once, when a select is validated or drawn: an export or a queue reads none."""
+        return read_filter_options()
+
+    def _model_options(self, name: str) -> list[Any]:
+        return self._all_model_options[name]
 
     @classmethod
     def from_query(cls, query: Any) -> DialogueFilterForm:
