@@ -171,13 +171,16 @@ def seed(dialogues_per_run: int) -> float:
 
 def denormalise() -> None:
     """Fill what dialogues_store writes with each dialogue besides the COPY's columns (the
-    task's position, what the turns say, the search document) with the migrations' backfills."""
+    task's position, the student's name, what the turns say, the search document) with the
+    migrations' backfills."""
     from webapp.dialogues.models import Dialogue, Turn
     from webapp.dialogues.search import fill_documents
-    from webapp.dialogues.summary import backfill
+    from webapp.dialogues.summary import backfill, fill_student_names
+    from webapp.runs.models import Run
     from webapp.tasks.models import Task
 
     backfill(dialogue_model=Dialogue, turn_model=Turn, task_model=Task)
+    fill_student_names(dialogue_model=Dialogue, run_model=Run)
     fill_documents(dialogue_table=Dialogue._meta.db_table, turn_table=Turn._meta.db_table)
 
 
@@ -256,7 +259,8 @@ def page_urls(data: dict[str, object]) -> dict[str, list[str]]:
             f"/dialogues/?run={rng.choice(run_ids)}&outcome=unsolved&page={rng.randint(1, 50)}"
             for _ in range(50)
         ]
-        + [f"/dialogues/?first_correct=2-4&sort=-first_correct&page={n}" for n in range(1, 20)],
+        + [f"/dialogues/?first_correct=2-4&sort=-first_correct&page={n}" for n in range(1, 20)]
+        + [f"/dialogues/?sort=student&outcome=solved&page={n}" for n in range(1, 11)],
         "transcript list, search": [
             "/dialogues/?q=parity",
             "/dialogues/?q=telescoping",
@@ -550,6 +554,12 @@ def main() -> None:
     server = None
     try:
         if reuse:
+            # A migration's backfill may have rewritten every row: clear the dead versions as
+            # autovacuum would, so that they do not count against the new code.
+            import psycopg
+
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("VACUUM ANALYZE")
             name = url.rsplit("/", 1)[-1]
             print(f"reusing {expected:,} dialogues and {expected * TURNS_PER_DIALOGUE:,} turns "
                   f"in {name} (migrate took {migrate_seconds:.1f} s)")  # fmt: skip

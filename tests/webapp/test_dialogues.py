@@ -92,14 +92,17 @@ def test_transcripts_filter_by_run_and_outcome(researcher_client, run) -> None: 
     assert len(unknown.context["page"]) == 2
 
 
-COPIED = ("task_position", "leaked", "changed_answer", "turn_kinds", "search_document")
+COPIED = (
+    "task_position", "student_name", "leaked", "changed_answer", "turn_kinds", "search_document",
+)  # fmt: skip
 
 
 def test_migration_backfills_write_what_the_store_writes(corpus) -> None:  # type: ignore[no-untyped-def]
     """The list reads copies on each dialogue (summary.py, search.py): for dialogues stored
     before those columns existed, the migrations' backfills must give the same values."""
     from webapp.dialogues.search import fill_documents
-    from webapp.dialogues.summary import KIND_BITS, backfill
+    from webapp.dialogues.summary import KIND_BITS, backfill, fill_student_names
+    from webapp.runs.models import Run
     from webapp.tasks.models import Task
 
     assert set(KIND_BITS) == set(Turn.Kind.values)
@@ -107,10 +110,26 @@ def test_migration_backfills_write_what_the_store_writes(corpus) -> None:  # typ
     kinds = {row["turn_kinds"] for row in stored.values()}
     assert kinds == {1, 1 | 4, 1 | 2 | 4}  # attempts; and feedback; and a question
     assert sum(row["leaked"] for row in stored.values()) == 1
+    students = {d.pk: d.run.student.name for d in Dialogue.objects.select_related("run__student")}
+    assert {pk: row["student_name"] for pk, row in stored.items()} == students
+    assert len(set(students.values())) == 2  # two runs, two students
     Dialogue.objects.update(
-        task_position=0, leaked=False, changed_answer=False, turn_kinds=0, search_document=None
-    )
+        task_position=0, student_name="", leaked=False, changed_answer=False, turn_kinds=0,
+        search_document=None,
+    )  # fmt: skip
     backfill(dialogue_model=Dialogue, turn_model=Turn, task_model=Task, chunk=2)
+    fill_student_names(dialogue_model=Dialogue, run_model=Run)
     if connection.vendor == "postgresql":
         fill_documents(dialogue_table=Dialogue._meta.db_table, turn_table=Turn._meta.db_table)
     assert {row["pk"]: row for row in Dialogue.objects.values("pk", *COPIED)} == stored
+
+
+def test_renaming_a_student_model_renames_its_copy_on_dialogues(corpus) -> None:  # type: ignore[no-untyped-def]
+    dialogue = Dialogue.objects.select_related("run__student").first()
+    student = dialogue.run.student
+    student.name = "renamed student"
+    student.save()
+    names = set(
+        Dialogue.objects.filter(run__student=student).values_list("student_name", flat=True)
+    )
+    assert names == {"renamed student"}

@@ -34,8 +34,7 @@ class IntRange:
 class Sort:
     """One sortable column: its label and the ORM fields it orders by, the sort key first and
     then its tie-breakers (the primary key always comes last, so pages never overlap or skip a
-    row). ``models.SORT_INDEXES`` holds an index in that order for each (but the student's
-    name, which lives on another table)."""
+    row). ``models.SORT_INDEXES`` holds an index in that order for each."""
 
     label: str
     fields: tuple[str, ...]
@@ -50,7 +49,7 @@ class Sort:
 SORTS: dict[str, Sort] = {
     "run": Sort("run", ("run_id", "task_position", "task_id", "sample_index"), ties_ascending=True),
     "task": Sort("task", ("task_position", "task_id", "run_id", "sample_index")),
-    "student": Sort("student model", ("run__student__name", "run_id", "task_id", "sample_index")),
+    "student": Sort("student model", ("student_name", "run_id", "task_id", "sample_index")),
     "outcome": Sort("outcome", ("outcome", "run_id", "task_id", "sample_index")),
     "first_correct": Sort(
         "first correct turn",

@@ -110,7 +110,7 @@ def list_rows(rows: Sequence[Mapping[str, Any]], *, link_runs: bool) -> list[Lis
             task_id=row["task_id"],
             prompt=_truncate(row["prompt_head"], 60),
             prompt_title=_truncate(row["prompt_head"], 300),
-            student=_truncate(row["run__student__name"], 24),
+            student=_truncate(row["student_name"], 24),
             sample=row["sample_index"],
             outcome=row["outcome"],
             outcome_label=OUTCOME_LABELS.get(row["outcome"], row["outcome"]),

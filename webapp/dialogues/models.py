@@ -31,6 +31,9 @@ SORT_INDEXES = [
         fields=["num_turns", "run", "task", "sample_index", "id"], name="dialogue_sort_turns"
     ),
     models.Index(fields=["created_at", "id"], name="dialogue_sort_created"),
+    models.Index(
+        fields=["student_name", "run", "task", "sample_index", "id"], name="dialogue_sort_student"
+    ),
 ]
 
 
@@ -77,6 +80,11 @@ class Dialogue(models.Model):
     # Copies, for the transcript list (see the class docstring).
     task_position = models.PositiveIntegerField(
         default=0, help_text="The task's position in its task set (which never changes once run)."
+    )
+    student_name = models.CharField(
+        max_length=200,
+        default="",
+        help_text="The run's student model's name, for sorting (renames follow: apps.py).",
     )
     leaked = models.BooleanField(
         default=False, help_text="Some teacher turn was flagged as revealing the answer."

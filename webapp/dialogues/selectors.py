@@ -121,7 +121,7 @@ PROMPT_HEAD = 301
 
 ROW_FIELDS = (
     "pk", "run_id", "task_id", "sample_index", "outcome", "first_correct_turn", "num_turns",
-    "leaked", "created_at", "run__name", "run__student__name",
+    "leaked", "created_at", "run__name", "student_name",
 )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.search import document_expression
 from webapp.dialogues.summary import turn_summary
+from webapp.runs.models import Run
 from webapp.tasks.models import Task
 
 TURN_FIELDS = (
@@ -36,8 +37,8 @@ def dialogues_store(*, run_id: int, dialogues: Sequence[dict[str, Any]]) -> int:
 
     A dialogue already stored for the same (task, sample) is skipped, so a re-delivered or
     resumed job can hand the same results in again without duplicating them. Each dialogue
-    gets the copies the transcript list reads (its task's position, ``summary.turn_summary``,
-    on PostgreSQL its search document).
+    gets the copies the transcript list reads (its task's position, its run's student's name,
+    ``summary.turn_summary``, on PostgreSQL its search document).
     """
     stored = set(
         Dialogue.objects.filter(
@@ -49,6 +50,7 @@ def dialogues_store(*, run_id: int, dialogues: Sequence[dict[str, Any]]) -> int:
     positions = dict(
         Task.objects.filter(pk__in={d["task_id"] for d in fresh}).values_list("pk", "position")
     )
+    student_name = Run.objects.filter(pk=run_id).values_list("student__name", flat=True).get()
     rows = Dialogue.objects.bulk_create(
         Dialogue(
             run_id=run_id,
@@ -60,6 +62,7 @@ def dialogues_store(*, run_id: int, dialogues: Sequence[dict[str, Any]]) -> int:
             num_turns=d["num_turns"],
             end_reason=d["end_reason"],
             task_position=positions[d["task_id"]],
+            student_name=student_name,
             **turn_summary(d["turns"]),
             search_document=(
                 document_expression([turn["text"] for turn in d["turns"]]) if searchable else None

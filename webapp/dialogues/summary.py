@@ -1,5 +1,6 @@
 """What a dialogue's turns say about it, copied onto the dialogue's own row so that the
-transcript list filters on columns instead of a subquery over the turns per dialogue.
+transcript list filters on columns instead of a subquery over the turns per dialogue (and, the
+same way, its run's student model's name, for the list's sort).
 
 Dialogues are written once: ``services.dialogues_store`` computes these from the turns it
 stores (``turn_summary``), and the migration that added the columns filled them in for the
@@ -79,3 +80,13 @@ def backfill(*, dialogue_model: Any, turn_model: Any, task_model: Any, chunk: in
             dialogue_model.objects.filter(pk__in=pks).update(**dict(summary))
         done += len(ids)
     return done
+
+
+def fill_student_names(*, dialogue_model: Any, run_model: Any) -> None:
+    """Copy each run's student model's name onto its dialogues (one UPDATE; models passed in,
+    as for ``backfill``)."""
+    dialogue_model.objects.update(
+        student_name=Subquery(
+            run_model.objects.filter(pk=OuterRef("run_id")).values("student__name")[:1]
+        )
+    )
