@@ -124,7 +124,7 @@ def seed(dialogues_per_run: int) -> float:
     raw = connection.connection  # the psycopg connection under Django's
     dialogue_columns = (
         "run_id, task_id, sample_index, seed, outcome, first_correct_turn, num_turns, "
-        "end_reason, created_at, task_position, leaked, changed_answer, turn_kinds"
+        "end_reason, created_at, task_position, leaked, changed_answer, turn_kinds, student_name"
     )
     with raw.cursor() as cursor:
         with cursor.copy(f"COPY dialogues_dialogue ({dialogue_columns}) FROM STDIN") as copy:
@@ -136,7 +136,7 @@ def seed(dialogues_per_run: int) -> float:
                         run.pk, task_id, n // len(tasks), n,
                         "solved" if solved_at else "unsolved", solved_at, 5,
                         "solved" if solved_at else "max_turns", "2026-11-21T00:00:00Z",
-                        0, False, False, 0,  # filled in by denormalise()
+                        0, False, False, 0, "",  # filled in by denormalise()
                     ))  # fmt: skip
         cursor.execute("SELECT id FROM dialogues_dialogue ORDER BY id")
         dialogue_ids = [row[0] for row in cursor.fetchall()]
