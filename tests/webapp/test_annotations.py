@@ -3,13 +3,15 @@ labelling, permissions on every view, and fixed query counts."""
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections import Counter
 from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
@@ -170,6 +172,58 @@ def test_values_are_validated() -> None:
     for key, raw in [("helpfulness", ["6"]), ("correct", ["maybe"]), ("feedback_kind", ["x"])]:
         with pytest.raises(ValidationError):
             services.clean_value(question=questions[key], raw=raw)
+
+
+def test_dialogue_answers_are_one_per_dialogue_and_author(dialogues, annotator) -> None:  # type: ignore[no-untyped-def]
+    overall = LabelQuestion.objects.create(
+        schema=feedback_schema(), key="overall", text="Overall?", kind="free_text",
+        target="dialogue", position=9,
+    )  # fmt: skip
+    save: dict[str, Any] = {"question": overall, "turn": None, "author": annotator}
+    first = services.annotation_save(**save, dialogue=dialogues[0], value="clear", nonce="a")
+    services.annotation_save(**save, dialogue=dialogues[1], value="vague", nonce="b")
+    again = services.annotation_save(**save, dialogue=dialogues[0], value="good", nonce="c")
+    assert again == first
+    answers = dict(Annotation.objects.values_list("dialogue_id", "value"))
+    assert answers == {dialogues[0].pk: "good", dialogues[1].pk: "vague"}
+    history = list(AnnotationRevision.objects.values_list("old_value", "new_value"))
+    assert history == [(None, "clear"), (None, "vague"), ("clear", "good")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_saves_of_one_answer_keep_an_exact_history(dialogues, annotator) -> None:  # type: ignore[no-untyped-def]
+    """Annotators' retries and double clicks race: every save of the same answer, the first
+    ones included, starts at once from its own connection."""
+    turn = dialogues[0].turns.get(role="teacher")
+    helpfulness = feedback_schema().questions.get(key="helpfulness")
+    start = threading.Barrier(6)
+    failures: list[BaseException] = []
+
+    def save(client: int) -> None:
+        try:
+            start.wait()
+            for n in range(5):
+                services.annotation_save(
+                    question=helpfulness, dialogue=dialogues[0], turn=turn, author=annotator,
+                    value=(client + n) % 5 + 1, nonce=f"{client}-{n}",
+                )  # fmt: skip
+        except BaseException as error:  # reported by the assertion below
+            failures.append(error)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=save, args=(client,)) for client in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
+    answer = Annotation.objects.get()
+    history = list(AnnotationRevision.objects.order_by("pk").values_list("old_value", "new_value"))
+    # Each revision replaced the value the one before it wrote, and none is a no-op.
+    assert history[0][0] is None and history[-1][1] == answer.value
+    assert all(old == previous[1] for previous, (old, _) in itertools.pairwise(history))
+    assert all(old != new for old, new in history)
 
 
 def test_double_submit_and_prefill_confirmation(dialogues, researcher, annotator) -> None:  # type: ignore[no-untyped-def]
