@@ -12,7 +12,8 @@ kind, so that each page's ratio is against the baselines taken just before and j
 
 Label saves: 20 annotators, each with a real session, load their labelling page for the CSRF
 token and then POST answers to the real endpoint (``/annotations/items/<id>/answer/``, with a
-fresh nonce each time, as the labelling page does), alternating new answers and changed ones.
+fresh nonce each time, as the labelling page does), alternating new answers and changed ones:
+first back to back like the pages, then each annotator saving every 0.5 s.
 
 ``--reuse`` keeps the seeded database between runs (migrating it to the current code, so a new
 migration's backfill runs on the real 100k rows) and seeds only when it is missing or holds
@@ -315,9 +316,15 @@ def _csrf(response_headers, html: str) -> tuple[str, str]:  # type: ignore[no-un
     return cookie, token[1]
 
 
-def client_worker(base: str, plans: list[Plan], seconds: float, out: multiprocessing.Queue) -> None:
+def client_worker(
+    base: str, plans: list[Plan], seconds: float, out: multiprocessing.Queue, interval: float
+) -> None:
     """Runs in the second process: one thread per plan, each requesting until time is up. A
-    plan whose first request is a GET of a form page posts the rest with its CSRF token."""
+    plan whose first request is a GET of a form page posts the rest with its CSRF token.
+
+    With ``interval`` 0, each client sends its next request as soon as the last one answers;
+    otherwise it sends one every ``interval`` seconds (the clients spread over the first one),
+    as people working at a steady pace do."""
     import resource
     import uuid
 
@@ -327,7 +334,7 @@ def client_worker(base: str, plans: list[Plan], seconds: float, out: multiproces
     ready = threading.Barrier(len(plans))
     deadline = [0.0]
 
-    def loop(plan: Plan) -> None:
+    def loop(plan: Plan, offset: float) -> None:
         cookie, requests = plan
         headers = {"Cookie": cookie}
         if any(body is not None for _, body in requests):
@@ -347,7 +354,11 @@ def client_worker(base: str, plans: list[Plan], seconds: float, out: multiproces
         while not deadline[0]:
             time.sleep(0.001)
         n = 0
+        next_send = deadline[0] - seconds + offset
         while time.monotonic() < deadline[0]:
+            if interval:
+                time.sleep(max(0.0, next_send - time.monotonic()))
+                next_send += interval
             path, body = requests[n % len(requests)]
             data = None
             if body is not None:  # each pass over the items gives every answer a new value
@@ -369,7 +380,10 @@ def client_worker(base: str, plans: list[Plan], seconds: float, out: multiproces
                     latencies.append(elapsed)
             n += 1
 
-    threads = [threading.Thread(target=loop, args=(plan,)) for plan in plans]
+    threads = [
+        threading.Thread(target=loop, args=(plan, interval * i / len(plans)))
+        for i, plan in enumerate(plans)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -404,12 +418,16 @@ def app_pids(server: subprocess.Popen) -> list[int]:
     return [server.pid, *map(int, children)]
 
 
-def measure(base: str, plans: list[Plan], seconds: float, app: list[int]) -> dict:
+def measure(
+    base: str, plans: list[Plan], seconds: float, app: list[int], interval: float = 0.0
+) -> dict:
     """Latencies of the plans' requests, and the CPU time per request that the load generator,
     the application (``app``: its pids) and everything else on the machine (the database,
-    mostly) spent while they ran."""
+    mostly) spent while they ran. ``interval``: see client_worker."""
     queue: multiprocessing.Queue = multiprocessing.Queue()
-    process = multiprocessing.Process(target=client_worker, args=(base, plans, seconds, queue))
+    process = multiprocessing.Process(
+        target=client_worker, args=(base, plans, seconds, queue, interval)
+    )
     app_before, machine_before = cpu_seconds(app), machine_cpu_seconds()
     process.start()
     latencies, sample_errors, error_count, client_cpu = queue.get()
@@ -623,6 +641,14 @@ def main() -> None:
             if result["errors"]:
                 print(f"   {result['errors']} errors, e.g. {result['sample_errors'][:2]}")
             before = after
+        if "label save (POST)" in plans:
+            # The same annotators, each saving twice a second: faster than anyone labels, so
+            # the load a labelling team puts on the server rather than the most it can take.
+            paced = measure(base, label_plans(data), args.seconds, pids, interval=0.5)
+            print(f"\nlabel saves at a person's pace ({args.clients} annotators, each saving "
+                  f"every 0.5 s): {paced['rps']:.1f} req/s, p50 {paced['p50']:.1f} ms, "
+                  f"p95 {paced['p95']:.1f} ms, p99 {paced['p99']:.1f} ms, "
+                  f"{paced['errors']} errors")  # fmt: skip
         print()
         print("SQL queries per page (in-process, same data):")
         for label, count in counts.items():
