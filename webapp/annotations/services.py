@@ -8,12 +8,11 @@ revision.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -344,7 +343,7 @@ def _save_statement(about_a_turn: bool) -> str:
 
 def _write_in_one_statement(answer: _Answer) -> int:
     params = {
-        **dataclasses.asdict(answer),
+        **asdict(answer),
         "value": json.dumps(answer.value),
         "now": timezone.now(),
     }
