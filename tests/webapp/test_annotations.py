@@ -19,6 +19,7 @@ from tests.factories import TaskFactory, TaskSetFactory, UserFactory
 from tests.transcript_builders import attempt, feedback, make_run, store
 from webapp.accounts.models import User
 from webapp.annotations import services
+from webapp.annotations.defaults import ensure_default_schemas
 from webapp.annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -194,6 +195,8 @@ def test_dialogue_answers_are_one_per_dialogue_and_author(dialogues, annotator) 
 def test_concurrent_saves_of_one_answer_keep_an_exact_history(dialogues, annotator) -> None:  # type: ignore[no-untyped-def]
     """Annotators' retries and double clicks race: every save of the same answer, the first
     ones included, starts at once from its own connection."""
+    # A transactional test before this one emptied the tables the migrations had filled.
+    ensure_default_schemas(schema_model=LabelSchema, question_model=LabelQuestion)
     turn = dialogues[0].turns.get(role="teacher")
     helpfulness = feedback_schema().questions.get(key="helpfulness")
     start = threading.Barrier(6)
