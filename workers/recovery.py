@@ -1,4 +1,4 @@
-"""Resume runs whose worker died, and send runs that never reached the broker.
+"""Resume runs and imports whose worker died, and send runs that never reached the broker.
 
 A worker killed mid-run (SIGKILL, out of memory, a host lost) leaves its run "running" with a
 heartbeat that stops. Broker redelivery cannot be relied on to bring it back: the file broker
@@ -14,6 +14,9 @@ it looks again once that heartbeat would have gone stale (one follow-up check, i
 thread, so that it happens even while this worker is busy with a job). A message for a run that
 is running (a duplicate, or a job given back because its prefork child died:
 ``task_reject_on_worker_lost``) likewise schedules one sweep for when the run would be stale.
+
+Task imports left "running" by a dead worker are sent again by the same sweeps
+(``webapp.tasks.import_claims``): an import commits all its tasks or none, so it starts over.
 """
 
 from __future__ import annotations
@@ -39,8 +42,16 @@ def recover_runs(*, all_queued: bool = False) -> Any:
     return services.runs_recover(stale_after=services.stale_after(), all_queued=all_queued)
 
 
+def recover_imports() -> list[int]:
+    """Send again the imports whose worker is gone; returns their ids."""
+    from webapp.tasks.import_claims import task_imports_recover
+
+    return task_imports_recover()
+
+
 def recover_on_start(*, follow_up: bool = True) -> threading.Timer | None:
     """The sweep a starting worker makes; returns the follow-up timer when one was set."""
+    recover_imports()
     recovery = recover_runs()
     if not follow_up or recovery.next_check_in is None:
         return None
@@ -54,6 +65,7 @@ def recover_on_start(*, follow_up: bool = True) -> threading.Timer | None:
 
 def _follow_up() -> None:
     try:
+        recover_imports()
         recover_runs()
     except Exception:
         logger.exception("follow-up recovery sweep failed")

@@ -30,9 +30,10 @@ def run_evaluation(self: Task, run_id: int) -> None:
 
 @app.task(name="workers.tasks.resume_stale_runs")
 def resume_stale_runs() -> None:
-    """Send again the runs no worker will play otherwise (see ``workers.recovery``)."""
-    from workers.recovery import recover_runs
+    """Send again the runs and imports no worker will finish otherwise (``workers.recovery``)."""
+    from workers.recovery import recover_imports, recover_runs
 
+    recover_imports()
     recover_runs()
 
 

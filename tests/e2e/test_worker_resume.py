@@ -1,5 +1,6 @@
 """A worker killed with SIGKILL in the middle of a run: a new worker resumes the run and plays
-only what is missing, so the run ends with every (task, sample) exactly once."""
+only what is missing, so the run ends with every (task, sample) exactly once. Killed in the
+middle of an import, the next worker imports it again: one task set, every task once."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from tests.e2e import conftest as e2e
 from tests.e2e.conftest import wait_until
@@ -22,6 +23,8 @@ from webapp.dialogues.models import Dialogue
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
 from webapp.runs.services import evaluation_run_create
+from webapp.tasks.generation import generation_create
+from webapp.tasks.models import TaskImport, TaskSet
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -97,6 +100,38 @@ def test_a_killed_worker_s_run_is_resumed_without_duplicates_or_gaps(
     # The second worker played only what was missing.
     assert run.accounting["dialogues"] == total - len(kept)
     print(f"resumed and finished {time.monotonic() - killed_at:.1f} s after the kill")
+
+
+def test_a_killed_worker_s_import_is_done_again_by_the_next_worker(
+    start_worker, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The import writes its tasks in one transaction, killed midway it commits nothing; the
+    next worker to start finds the import's worker gone and imports it again from the start."""
+    monkeypatch.setenv("DIALAB_HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
+    count = 100_000  # a few seconds of writing
+    first = start_worker()
+    task_import = generation_create(
+        family="arithmetic", count=count, seed=3, knobs={}, task_set_name="big", created_by=None
+    )
+    this_import = TaskImport.objects.filter(pk=task_import.pk)
+    wait_until(lambda: this_import.filter(status="running").exists(), timeout=60)
+    if connection.vendor == "sqlite":  # no progress is visible until the end: give it time
+        time.sleep(2)
+    else:
+        wait_until(lambda: this_import.filter(progress_done__gt=0).exists(), timeout=60)
+    kill_worker(first)
+    task_import.refresh_from_db()
+    assert task_import.status == "running", "killed too late to test anything"
+    assert not TaskSet.objects.filter(name="big").exists(), "nothing committed"
+
+    second = start_worker()
+    wait_until(lambda: TaskImport.objects.get(pk=task_import.pk).is_finished, timeout=120)
+    task_import.refresh_from_db()
+    assert task_import.status == "succeeded", task_import.error + second.output()
+    assert task_import.attempts == 2, "claimed once by each worker"
+    (task_set,) = TaskSet.objects.filter(name="big")
+    positions = list(task_set.tasks.values_list("position", flat=True))
+    assert len(positions) == len(set(positions)) == count == task_import.progress_done
 
 
 class PreforkWorker:

@@ -14,6 +14,7 @@ from django.urls import reverse
 
 from tests.factories import TaskSetFactory
 from webapp.tasks import importing
+from webapp.tasks.import_claims import task_import_claim, worker_identity
 from webapp.tasks.importing import FieldMapping, TaskImportError
 from webapp.tasks.models import Task, TaskImport, TaskSet
 
@@ -439,8 +440,9 @@ def test_humaneval_from_the_web_needs_no_mapping(
 
 def test_a_pending_import_is_claimed_once(db) -> None:  # type: ignore[no-untyped-def]
     task_import = TaskImport.objects.create(source="humaneval", task_set_name="x")
-    assert importing.task_import_claim(import_id=task_import.pk)
-    assert not importing.task_import_claim(import_id=task_import.pk)
+    this_process = worker_identity()
+    assert task_import_claim(import_id=task_import.pk, worker=this_process)
+    assert not task_import_claim(import_id=task_import.pk, worker="another-host:1")
     importing.task_import_execute(import_id=task_import.pk)  # already running: does nothing
     assert not TaskSet.objects.exists()
 

@@ -14,6 +14,7 @@ from django.db import transaction
 
 from webapp.accounts.models import User
 from webapp.core.dispatch import enqueue_on_commit
+from webapp.tasks.import_claims import task_name
 from webapp.tasks.models import TaskImport
 
 GENERATOR_KNOBS: dict[str, dict[str, Any]] = {
@@ -173,9 +174,6 @@ class GenerationForm(forms.Form):
         )
 
 
-GENERATE_TASK = "workers.task_imports.generate_tasks"
-
-
 def generation_create(
     *,
     family: str,
@@ -196,5 +194,5 @@ def generation_create(
             status=TaskImport.Status.PENDING,
             created_by=created_by,
         )
-        enqueue_on_commit(GENERATE_TASK, task_import.pk)
+        enqueue_on_commit(task_name(task_import), task_import.pk)
     return task_import

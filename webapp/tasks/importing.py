@@ -7,11 +7,13 @@ and the field of the first problem it finds. The tasks are written with ``bulk_c
 batches inside ONE transaction: a bad record anywhere rolls back everything, so an import
 commits all its tasks or none.
 
-Progress while the transaction is open is written through a second, autocommit connection, so
-the status page sees it even though the tasks themselves are not committed yet (and the count
-stays truthful after a rollback: the import is then marked failed). On SQLite that connection
-would wait on the write lock the import holds, so there progress is recorded only at the end;
-the status page shows a busy bar meanwhile.
+Progress while the transaction is open is written through a second, autocommit connection
+(``import_claims.ImportLiveness``, with the worker's heartbeat), so the status page sees it even
+though the tasks themselves are not committed yet (and the count stays truthful after a
+rollback: the import is then marked failed). On SQLite that connection would wait on the write
+lock the import holds, so there progress is recorded only at the end; the status page shows a
+busy bar meanwhile. A worker that dies midway commits nothing, and the import is started again
+by another claim (``import_claims``).
 """
 
 from __future__ import annotations
@@ -22,24 +24,33 @@ import gzip
 import importlib.resources
 import io
 import json
+import logging
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
-from django.db import IntegrityError, connections, transaction
-from django.db.models.functions import Now
-from django.utils import timezone
+from django.db import IntegrityError, transaction
 
 from webapp.accounts.models import User
 from webapp.core.dispatch import enqueue_on_commit
+from webapp.tasks.import_claims import (
+    IMPORT_TASK,
+    ClaimLost,
+    ImportLiveness,
+    claim_fail,
+    claim_succeed,
+    task_import_claim,
+    worker_identity,
+)
 from webapp.tasks.models import Task, TaskImport, TaskSet
 from webapp.tasks.services import TASK_CONTENT_FIELDS
 
-IMPORT_TASK = "workers.task_imports.import_tasks"
+logger = logging.getLogger(__name__)
 BATCH_SIZE = 2000
 PREVIEW_ROWS = 5
 
@@ -752,31 +763,6 @@ def preview(
 # --- Writing -----------------------------------------------------------------------------------
 
 
-class _ProgressWriter:
-    """Writes TaskImport.progress_done through its own autocommit connection, so it is visible
-    (and kept) while the import's transaction is still open. Not on SQLite: there the import
-    holds the database's only write lock, so a second writer would wait for it."""
-
-    def __init__(self, import_id: int | None) -> None:
-        self.import_id = import_id
-        self.connection = None
-        if import_id is not None and connections["default"].vendor != "sqlite":
-            self.connection = connections.create_connection("default")
-
-    def __call__(self, done: int) -> None:
-        if self.connection is None:
-            return
-        table = TaskImport._meta.db_table
-        with self.connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {table} SET progress_done = %s WHERE id = %s", [done, self.import_id]
-            )
-
-    def close(self) -> None:
-        if self.connection is not None:
-            self.connection.close()
-
-
 def _insert(batch: list[Task], unit: str, last_number: int) -> None:
     try:
         with transaction.atomic():  # a savepoint, so the error below can still be reported
@@ -795,10 +781,12 @@ def import_into_task_set(
     description: str = "",
     created_by: User | None = None,
     on_progress: Callable[[int], None] | None = None,
+    before_commit: Callable[..., None] | None = None,
     batch_size: int = BATCH_SIZE,
 ) -> TaskSet:
     """Read, validate and write every task in one transaction; raise TaskImportError (and write
-    nothing) on the first bad record."""
+    nothing) on the first bad record. ``before_commit(task_set=, done=)`` runs last inside the
+    transaction: what it writes commits with the tasks, and what it raises rolls them back."""
     with transaction.atomic():
         task_set = TaskSet.objects.create(
             name=task_set_name, description=description, created_by=created_by
@@ -824,6 +812,8 @@ def import_into_task_set(
             )
         if on_progress is not None:
             on_progress(done)
+        if before_commit is not None:
+            before_commit(task_set=task_set, done=done)
     return task_set
 
 
@@ -885,15 +875,6 @@ def task_import_confirm(
     return bool(confirmed)
 
 
-def task_import_claim(*, import_id: int) -> bool:
-    """Take a pending import with one conditional update, so exactly one worker runs it."""
-    return bool(
-        TaskImport.objects.filter(pk=import_id, status=TaskImport.Status.PENDING).update(
-            status=TaskImport.Status.RUNNING, started_at=Now()
-        )
-    )
-
-
 def open_import_source(task_import: TaskImport) -> ImportSource:
     """The source a TaskImport names, opened for reading (call ``close`` when done)."""
     column_word = "column" if task_import.file_format == "csv" else "key"
@@ -927,56 +908,42 @@ def task_import_execute(
     """Worker side: claim, import everything or nothing, record the outcome.
 
     ``open_source`` lets the worker bring sources the web side cannot open itself (the
-    procedural generators live in model code).
+    procedural generators live in model code). A worker that dies midway commits nothing, and
+    a later claim starts the import again (``webapp.tasks.import_claims``).
     """
-    if not task_import_claim(import_id=import_id):
+    worker = worker_identity()
+    if not task_import_claim(import_id=import_id, worker=worker):
         return
     task_import = TaskImport.objects.get(pk=import_id)
-    progress = _ProgressWriter(import_id)
     source: ImportSource | None = None
+    taken_over = False
     try:
-        source = open_source(task_import)
-        if source.total is not None:
-            TaskImport.objects.filter(pk=import_id).update(progress_total=source.total)
-        task_set = import_into_task_set(
-            source=source,
-            task_set_name=task_import.task_set_name,
-            created_by=task_import.created_by,
-            on_progress=progress,
-        )
+        with ImportLiveness(import_id) as liveness:
+            source = open_source(task_import)
+            if source.total is not None:
+                TaskImport.objects.filter(pk=import_id).update(progress_total=source.total)
+            import_into_task_set(
+                source=source,
+                task_set_name=task_import.task_set_name,
+                created_by=task_import.created_by,
+                on_progress=liveness,
+                before_commit=partial(claim_succeed, import_id=import_id, worker=worker),
+            )
+    except ClaimLost:
+        taken_over = True
+        logger.warning("import %s: another worker took it over; this one wrote nothing", import_id)
     except TaskImportError as error:
-        _finish(import_id, status=TaskImport.Status.FAILED, error=str(error), done=0)
+        claim_fail(import_id=import_id, worker=worker, error=str(error))
     except Exception as error:
-        _finish(
-            import_id, status=TaskImport.Status.FAILED, error=f"internal error: {error}", done=0
-        )
+        claim_fail(import_id=import_id, worker=worker, error=f"internal error: {error}")
         raise
-    else:
-        done = task_set.tasks.count()
-        _finish(import_id, status=TaskImport.Status.SUCCEEDED, task_set=task_set, done=done)
     finally:
-        progress.close()
         if source is not None:
             source.close()
-        if task_import.upload:
+        if task_import.upload and not taken_over:  # a new claim still needs it
             # The tasks now live in the database (or the import failed): the upload is not kept.
             task_import.upload.delete(save=False)
             TaskImport.objects.filter(pk=import_id).update(upload="")
-
-
-def _finish(
-    import_id: int, *, status: str, done: int, error: str = "", task_set: TaskSet | None = None
-) -> None:
-    fields: dict[str, Any] = {
-        "status": status,
-        "error": error,
-        "task_set": task_set,
-        "progress_done": done,
-        "finished_at": timezone.now(),
-    }
-    if task_set is not None:
-        fields["progress_total"] = done
-    TaskImport.objects.filter(pk=import_id).update(**fields)
 
 
 def import_preview(*, task_import: TaskImport) -> tuple[list[str], list[dict[str, Any]]]:

@@ -123,6 +123,11 @@ class TaskImport(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The claim (webapp.tasks.import_claims): which worker runs it, when it last said so
+    # (PostgreSQL only), and how many workers have claimed it.
+    worker = models.CharField(max_length=300, blank=True, help_text="host:pid")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at"]

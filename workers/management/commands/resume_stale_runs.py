@@ -1,4 +1,5 @@
-"""Send again the evaluation runs that no worker will otherwise play (see workers.recovery)."""
+"""Send again the evaluation runs and imports that no worker will otherwise finish (see
+workers.recovery)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,15 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from workers.recovery import recover_runs
+from workers.recovery import recover_imports, recover_runs
 
 
 class Command(BaseCommand):
     help = (
         "Resume runs whose worker died (running, heartbeat older than three heartbeats) and send "
-        "queued runs that never reached the broker. Safe to run at any time, e.g. from cron: "
-        "a run can only be claimed by one worker."
+        "queued runs that never reached the broker; send again the task imports whose worker "
+        "is gone. Safe to run at any time, e.g. from cron: a run or an import can only be "
+        "claimed by one worker."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -25,6 +27,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        imports = recover_imports()
+        self.stdout.write(f"sent again {len(imports)} import(s) whose worker is gone {imports}")
         recovery = recover_runs(all_queued=options["all_queued"])
         self.stdout.write(
             f"dispatched {len(recovery.dispatched)} run(s) {recovery.dispatched}; "
