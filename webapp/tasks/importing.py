@@ -51,6 +51,7 @@ from webapp.tasks.models import Task, TaskImport, TaskSet
 from webapp.tasks.services import TASK_CONTENT_FIELDS
 
 logger = logging.getLogger(__name__)
+
 BATCH_SIZE = 2000
 PREVIEW_ROWS = 5
 
