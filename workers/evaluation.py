@@ -7,19 +7,18 @@ restarted or re-delivered job runs only the (task, sample) pairs not stored yet.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import traceback
 from collections.abc import Mapping
-from types import TracebackType
+from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 
 from models_gpu.backends import load_generator
 from models_gpu.engine import EngineStats, run_dialogues
 from models_gpu.types import DialogueJob, DialogueResult, Generator, RoleSpec, TurnRecord
+from webapp.core.heartbeat import Heartbeat, stale_after
 from webapp.dialogues.services import dialogues_store
 from webapp.runs import services
 from webapp.runs.models import Run
@@ -111,44 +110,6 @@ class CancelWatch:
         return self.cancelled
 
 
-class BackgroundHeartbeat:
-    """Records from a background thread, every ``interval_seconds`` while the job lives, that
-    its worker is alive, so that a long model load or one long batched generation round is not
-    taken for a dead worker (and resumed by another while this one still plays the run). A
-    killed worker takes the thread with it, so its heartbeat stops as it should."""
-
-    def __init__(self, run_id: int, interval_seconds: float) -> None:
-        self.run_id = run_id
-        self.interval_seconds = interval_seconds
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(
-            target=self._beat, name=f"heartbeat-run-{run_id}", daemon=True
-        )
-
-    def __enter__(self) -> BackgroundHeartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._stopped.set()
-        self._thread.join()
-
-    def _beat(self) -> None:
-        try:
-            while not self._stopped.wait(self.interval_seconds):
-                try:
-                    services.run_heartbeat(run_id=self.run_id)
-                except Exception:  # a database hiccup: try again at the next beat
-                    logger.exception("run %s: heartbeat failed", self.run_id)
-        finally:
-            connection.close()  # this thread's own connection
-
-
 def accounting(stats: EngineStats) -> dict[str, float]:
     return {
         "dialogues": stats.dialogues_finished,
@@ -188,14 +149,18 @@ def execute_evaluation(run_id: int, *, worker: str, background_heartbeat: bool =
     ``background_heartbeat`` is off only in eager unit tests, where the job runs inside the
     test's own transaction.
     """
-    claimed = services.run_claim(run_id=run_id, worker=worker, stale_after=services.stale_after())
+    claimed = services.run_claim(run_id=run_id, worker=worker, stale_after=stale_after())
     if not claimed:
         logger.info("run %s: not claimable (taken, finished or cancelled); skipping", run_id)
         return False
     if not background_heartbeat:
         _play(run_id)
         return True
-    with BackgroundHeartbeat(run_id, interval_seconds=settings.DIALAB_HEARTBEAT_SECONDS):
+    with Heartbeat(
+        partial(services.run_heartbeat, run_id=run_id),
+        interval_seconds=settings.DIALAB_HEARTBEAT_SECONDS,
+        name=f"heartbeat-run-{run_id}",
+    ):
         _play(run_id)
     return True
 

@@ -29,6 +29,8 @@ from typing import Any
 from celery.signals import worker_ready
 from django.db import connection
 
+from webapp.core.heartbeat import stale_after
+
 logger = logging.getLogger(__name__)
 
 # Added to the wait before the follow-up check, for clock skew between hosts and the database.
@@ -39,7 +41,7 @@ def recover_runs(*, all_queued: bool = False) -> Any:
     """One sweep (``webapp.runs.services.runs_recover``) with the configured staleness."""
     from webapp.runs import services
 
-    return services.runs_recover(stale_after=services.stale_after(), all_queued=all_queued)
+    return services.runs_recover(stale_after=stale_after(), all_queued=all_queued)
 
 
 def recover_imports() -> list[int]:
@@ -77,7 +79,6 @@ def check_again_later(run_id: int, *, queue: str | None = None) -> None:
     """Schedule one sweep for when this running run's heartbeat would be stale if its worker
     were dead; a live worker keeps it fresh and the sweep then does nothing."""
     from webapp.runs.models import Run
-    from webapp.runs.services import stale_after
     from workers.tasks import resume_stale_runs
 
     if Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists():

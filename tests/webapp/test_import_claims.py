@@ -12,6 +12,7 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
+from webapp.core.heartbeat import stale_after
 from webapp.tasks import import_claims, importing
 from webapp.tasks.import_claims import MAX_IMPORT_ATTEMPTS, task_import_claim, worker_identity
 from webapp.tasks.models import TaskImport, TaskSet
@@ -51,7 +52,7 @@ def test_a_running_import_whose_worker_exited_is_taken_over() -> None:
 
 
 def test_another_host_s_worker_is_judged_by_its_heartbeat() -> None:
-    stale = import_claims.stale_after().total_seconds()
+    stale = stale_after().total_seconds()
     fresh = running_import("another-host:42", heartbeat_age=stale / 3)
     assert not task_import_claim(import_id=fresh.pk, worker="new-worker:1")
     old = running_import("another-host:43", heartbeat_age=2 * stale)

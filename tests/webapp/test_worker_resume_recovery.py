@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TeacherFactory
+from webapp.core.heartbeat import stale_after
 from webapp.dialogues.models import Dialogue
 from webapp.dialogues.services import dialogues_store
 from webapp.runs import services
@@ -21,7 +22,7 @@ from workers.evaluation import dialogue_row, execute_evaluation, pending_jobs
 
 pytestmark = pytest.mark.django_db
 
-STALE = services.stale_after()
+STALE = stale_after()
 
 
 @pytest.fixture

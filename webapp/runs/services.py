@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.db.models.functions import Now
@@ -157,11 +156,6 @@ def run_cancel(*, run: Run) -> None:
     )
     if not cancelled_queued:
         Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(cancel_requested=True)
-
-
-def stale_after() -> timedelta:
-    """A running run whose heartbeat is older than this lost its worker: 3 missed heartbeats."""
-    return timedelta(seconds=3 * settings.DIALAB_HEARTBEAT_SECONDS)
 
 
 def run_claim(*, run_id: int, worker: str, stale_after: timedelta) -> bool:

@@ -26,16 +26,15 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
-from datetime import timedelta
 from types import TracebackType
 
 from django.conf import settings
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Now
 
 from webapp.core.dispatch import enqueue_on_commit
+from webapp.core.heartbeat import Heartbeat, stale_after
 from webapp.tasks.models import TaskImport, TaskSet
 
 logger = logging.getLogger(__name__)
@@ -57,10 +56,6 @@ def worker_identity() -> str:
 def task_name(task_import: TaskImport) -> str:
     """The Celery task that runs an import: generators have their own."""
     return GENERATE_TASK if task_import.source == TaskImport.Source.GENERATOR else IMPORT_TASK
-
-
-def stale_after() -> timedelta:
-    return timedelta(seconds=3 * settings.DIALAB_HEARTBEAT_SECONDS)
 
 
 def _process_gone(worker: str) -> bool | None:
@@ -161,34 +156,27 @@ def task_imports_recover() -> list[int]:
     return [task_import.pk for task_import in lost]
 
 
-class ImportLiveness:
-    """A running import's progress and heartbeat, written every DIALAB_HEARTBEAT_SECONDS (and
-    at each progress report) by a thread with its own autocommit connection, so that both are
-    visible, and kept, while the import's transaction is still open. Not on SQLite, where the
-    import holds the database's only write lock: a second writer would wait for it.
-
-    Use it as a context manager around the import; it writes nothing after it exits, so that
-    the import's own outcome is the last word on its progress."""
+class ImportLiveness(Heartbeat):
+    """A running import's heartbeat, which also writes its progress (at once when the import
+    reports some), so that both are visible, and kept, while the import's transaction is still
+    open. Not on SQLite, where the import holds the database's only write lock: a second writer
+    would wait for it. Use it around the import, as its progress callback; it writes nothing
+    after it exits, so that the import's own outcome is the last word on its progress."""
 
     def __init__(self, import_id: int) -> None:
+        super().__init__(
+            self._write,
+            interval_seconds=settings.DIALAB_HEARTBEAT_SECONDS,
+            name=f"heartbeat-import-{import_id}",
+        )
         self.import_id = import_id
         self.done: int | None = None
-        self._wake = threading.Event()
-        self._stopping = False
-        self._thread: threading.Thread | None = None
+        self.live = connection.vendor != "sqlite"
 
     def __enter__(self) -> ImportLiveness:
-        if connection.vendor != "sqlite":
-            self._thread = threading.Thread(
-                target=self._write_until_stopped, name=f"import-{self.import_id}", daemon=True
-            )
-            self._thread.start()
+        if self.live:
+            super().__enter__()
         return self
-
-    def __call__(self, done: int) -> None:
-        """The import's progress callback: tasks written so far."""
-        self.done = done
-        self._wake.set()
 
     def __exit__(
         self,
@@ -196,24 +184,14 @@ class ImportLiveness:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self._stopping = True
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join()
+        if self.live:
+            super().__exit__(exc_type, exc, traceback)
 
-    def _write_until_stopped(self) -> None:
-        this_import = TaskImport.objects.filter(pk=self.import_id)
-        try:
-            while True:
-                self._wake.wait(settings.DIALAB_HEARTBEAT_SECONDS)
-                self._wake.clear()
-                if self._stopping:
-                    return
-                if self.done is None:
-                    this_import.update(heartbeat_at=Now())
-                else:
-                    this_import.update(heartbeat_at=Now(), progress_done=self.done)
-        except Exception:  # the import goes on; without heartbeats it may be judged lost
-            logger.exception("import %s: writing its progress failed", self.import_id)
-        finally:
-            connections.close_all()  # this thread's own connection
+    def __call__(self, done: int) -> None:
+        """The import's progress callback: tasks written so far."""
+        self.done = done
+        self.wake()
+
+    def _write(self) -> None:
+        progress = {} if self.done is None else {"progress_done": self.done}
+        TaskImport.objects.filter(pk=self.import_id).update(heartbeat_at=Now(), **progress)
