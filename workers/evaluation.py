@@ -153,13 +153,13 @@ def execute_evaluation(run_id: int, *, worker: str, background_heartbeat: bool =
     if not claimed:
         logger.info("run %s: not claimable (taken, finished or cancelled); skipping", run_id)
         return False
-    if not background_heartbeat:
-        _play(run_id)
-        return True
+    # From a thread, so that a long model load or one long batched round is not taken for a
+    # dead worker (and resumed by another while this one still plays the run).
     with Heartbeat(
         partial(services.run_heartbeat, run_id=run_id),
         interval_seconds=settings.DIALAB_HEARTBEAT_SECONDS,
         name=f"heartbeat-run-{run_id}",
+        enabled=background_heartbeat,
     ):
         _play(run_id)
     return True

@@ -29,17 +29,26 @@ class Heartbeat:
     context manager, and once more soon after each ``wake()``; nothing after it exits. The
     thread has its own database connection (closed when it ends), so what ``beat`` writes is
     committed at once, even while the job's own transaction is open. A failed beat is logged
-    and tried again at the next one."""
+    and tried again at the next one. With ``enabled`` false it never starts a thread."""
 
-    def __init__(self, beat: Callable[[], object], *, interval_seconds: float, name: str) -> None:
+    def __init__(
+        self,
+        beat: Callable[[], object],
+        *,
+        interval_seconds: float,
+        name: str,
+        enabled: bool = True,
+    ) -> None:
         self.beat = beat
         self.interval_seconds = interval_seconds
+        self.enabled = enabled
         self._wake = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def __enter__(self) -> Heartbeat:
-        self._thread.start()
+        if self.enabled:
+            self._thread.start()
         return self
 
     def __exit__(
@@ -50,7 +59,8 @@ class Heartbeat:
     ) -> None:
         self._stopping = True
         self._wake.set()
-        self._thread.join()
+        if self.enabled:
+            self._thread.join()
 
     def wake(self) -> None:
         """Beat now rather than at the end of the interval (e.g. to report progress)."""

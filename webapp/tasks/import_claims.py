@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from types import TracebackType
 
 from django.conf import settings
 from django.db import connection
@@ -168,24 +167,10 @@ class ImportLiveness(Heartbeat):
             self._write,
             interval_seconds=settings.DIALAB_HEARTBEAT_SECONDS,
             name=f"heartbeat-import-{import_id}",
+            enabled=connection.vendor != "sqlite",
         )
         self.import_id = import_id
         self.done: int | None = None
-        self.live = connection.vendor != "sqlite"
-
-    def __enter__(self) -> ImportLiveness:
-        if self.live:
-            super().__enter__()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self.live:
-            super().__exit__(exc_type, exc, traceback)
 
     def __call__(self, done: int) -> None:
         """The import's progress callback: tasks written so far."""
