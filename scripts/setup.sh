@@ -41,3 +41,15 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.dialab-installed-*
   touch "$stamp"
 fi
+
+# Model-written code runs only inside bubblewrap (README: "The code sandbox"). Install it where
+# we can; elsewhere say how, since code tasks refuse to run without it.
+if ! command -v bwrap >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "==> Installing bubblewrap (the code sandbox)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+  else
+    echo "Note: bubblewrap is not installed; code tasks will refuse to run until it is" \
+      "(Debian/Ubuntu: sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap)." >&2
+  fi
+fi

@@ -16,6 +16,11 @@ if [ ! -x /usr/bin/chromium ]; then
   echo "==> Installing Chromium"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
+if ! command -v bwrap >/dev/null; then
+  need_root "bubblewrap (the code sandbox) is missing" "apt-get install bubblewrap"
+  echo "==> Installing bubblewrap"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+fi
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   echo "==> Starting PostgreSQL"
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql)" main start

@@ -40,6 +40,7 @@ def resume_stale_runs() -> None:
 @app.task(name="workers.tasks.verify_probe")
 def verify_probe(probe_id: int) -> None:
     """Run a task's verifier on an author's trial answer and record the verdict."""
+    from models_gpu.sandbox import SandboxUnavailable
     from models_gpu.verifiers import verify
     from webapp.tasks.models import VerifierProbe
     from webapp.tasks.selectors import task_payload
@@ -49,7 +50,8 @@ def verify_probe(probe_id: int) -> None:
     probe = VerifierProbe.objects.get(pk=probe_id)
     try:
         verdict = verify(task_spec(task_payload(task_id=probe.task_id)), probe.response)
-    except ValueError as error:  # a task the verifier cannot use: tell the author why
+    # A task the verifier cannot use, or a worker that cannot run code safely: say why.
+    except (ValueError, SandboxUnavailable) as error:
         probe_record(probe_id=probe_id, verdict=None, error=str(error))
         return
     probe_record(probe_id=probe_id, verdict=verdict_row(verdict))

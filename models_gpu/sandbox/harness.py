@@ -1,30 +1,30 @@
-"""The child side of the sandbox: run untrusted candidate code, then its tests, report once.
+"""Both sides of one sandboxed verification: the candidate's process and the tests' process.
 
-Run as a script (``python -I -S harness.py < job.json``) by ``models_gpu.sandbox.runner``; it
-imports only the standard library and nothing from Dialab, so ``-I -S`` (no site-packages, no
-script directory on ``sys.path``) is enough for it.
+``models_gpu.sandbox.runner`` runs this file twice, as ``python -I -S -B -c <this source> ROLE``,
+each time in a sandbox of its own (``isolation.py``), and joins the two with a socket:
 
-Order matters, and everything before "candidate code runs" is trusted:
+- ROLE ``candidate`` runs the model-written code, then answers requests about the objects it
+  defined (call this, get that attribute, iterate that) until the socket closes;
+- ROLE ``tests`` runs the task's tests. The candidate's names exist there only as stand-ins
+  (``Remote``) whose every use is a request; the values that come back are plain data. At the end
+  it writes the one report the parent reads, on a descriptor only it has.
 
-1. read the job (the parent's file on stdin), move the result file descriptor to an unguessable
-   number and close stdin;
-2. set the resource limits (here rather than in a ``preexec_fn``: the parent may be a threaded
-   Django server, where ``preexec_fn`` can deadlock, and no untrusted code has run yet);
-3. capture every function the reporting path needs (C functions on immutable builtin types:
-   ``os.write``, ``_json.encode_basestring_ascii``, ``str.join``), because candidate code can
-   rebind anything reachable by name;
-4. install an audit hook that refuses file access outside the sandbox (reads of the standard
-   library excepted), sockets, processes, signals to other processes, ctypes, frame and heap
-   introspection, tracing and new audit hooks. A refused operation raises in the candidate and
-   is also remembered, so catching the exception does not hide it;
-5. run the candidate in its own namespace; then, with builtins and module dictionaries restored
-   to their state before the candidate, run the tests in a fresh namespace that sees the
-   candidate's names, the entry point wrapped so that it returns plain data only (an object whose
-   ``__eq__`` always says True would otherwise pass every ``assert f(x) == y``);
-6. write one line of JSON carrying the parent's nonce to the result descriptor. The nonce lives
-   only in ``main``'s locals, which candidate code cannot reach without the introspection the hook
-   refuses; without it the parent ignores whatever was written, so an early ``sys.exit(0)`` or a
-   forged line is a failure, never a pass.
+Why two processes: the tests' process never runs a line of candidate code, so nothing the
+candidate does to its own interpreter (patching ``ast``, builtins or ``AssertionError``, loading
+native code, exiting early, printing a forged report, reading memory) reaches the assertions or
+the report. What a candidate can influence is what its functions return, which is what a
+solution is meant to control; and a returned object that is not plain data never compares equal
+to plain data, so "an object equal to everything" fails.
+
+Standard library only: the sandbox has no site-packages and no Dialab. The parent imports this
+module too (the wire format is tested directly), so nothing runs at import.
+
+Wire format: frames of a 4-byte big-endian length and a UTF-8 JSON object. Values are JSON
+scalars or one-key objects naming their type: ``{"list": [...]}``, ``{"tuple": [...]}``,
+``{"set": [...]}``, ``{"frozenset": [...]}``, ``{"dict": [[key, value], ...]}``,
+``{"bytes": "hex"}``, ``{"complex": [real, imag]}``, and ``{"remote": n}`` for the candidate's
+object number n. Arguments travel by value; a list, dict or set argument the candidate changed is
+copied back into the tests' object after the call, so in-place functions can be tested.
 """
 
 from __future__ import annotations
@@ -33,122 +33,138 @@ import ast
 import builtins
 import errno
 import json
+import linecache
 import os
-import random
 import resource
 import sys
-from collections.abc import Callable
-from typing import Any
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
+_T = TypeVar("_T")
+
+MAX_FRAME_BYTES = 32 * 1024 * 1024
+MAX_DEPTH = 200
 _TAIL_CHARS = 1500
 _MAX_TESTS_REPORTED = 50
-# Names whose import is refused outright: process creation and raw memory access.
-_FORBIDDEN_IMPORTS = frozenset(
-    {"ctypes", "_ctypes", "_posixsubprocess", "subprocess", "multiprocessing", "pty", "socket"}
-)
-# Audit events refused whatever their arguments.
-_FORBIDDEN_EVENTS = frozenset(
-    {
-        "os.system",
-        "os.fork",
-        "os.forkpty",
-        "os.posix_spawn",
-        "os.spawn",
-        "os.startfile",
-        "subprocess.Popen",
-        "pty.spawn",
-        "sys._getframe",
-        "sys._current_frames",
-        "sys.setprofile",
-        "sys.settrace",
-        "sys.addaudithook",
-        "object.__getattr__",  # tb_frame, gi_frame, f_back...: the way to main()'s locals
-        "gc.get_objects",
-        "gc.get_referrers",
-        "gc.get_referents",
-        "signal.pthread_kill",
-        "os.setuid",
-        "os.chroot",
-        "mmap.__new__",
-        "code.__new__",
-        "function.__new__",
-        "cpython.run_interactivehook",
-    }
-)
-_FORBIDDEN_PREFIXES = ("socket.", "ctypes.", "os.exec", "os.spawn", "winreg.", "_winapi.")
-# Events whose first one or two arguments are paths that must lie inside the sandbox.
-_PATH_EVENTS = frozenset(
-    {
-        "os.listdir",
-        "os.scandir",
-        "os.remove",
-        "os.rmdir",
-        "os.mkdir",
-        "os.rename",
-        "os.link",
-        "os.symlink",
-        "os.chmod",
-        "os.chown",
-        "os.truncate",
-        "os.utime",
-        "os.chdir",
-        "os.chflags",
-        "shutil.rmtree",
-    }
-)
-_PLAIN_TYPES = (type(None), bool, int, float, complex, str, bytes)
+_SCALARS = (type(None), bool, int, float, str)
+_MUTABLE_ARGUMENTS = (list, dict, set)
+# The limits a failure can be blamed on, by the exception that shows it (exact types only).
+LIMIT_CAUSES = frozenset({"exited_early", "memory_limit", "file_size_limit", "open_files_limit"})
+# Exceptions a candidate may raise that the tests can catch as themselves.
+_CATCHABLE = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, Exception)
+}
 
 
-class ForbiddenOperation(PermissionError):
-    """Raised inside the candidate when the audit hook refuses an operation."""
+# --- the wire ----------------------------------------------------------------------------------
 
 
-def main() -> None:
-    job: dict[str, Any] = json.loads(sys.stdin.read())
-    nonce: str = job["nonce"]
-    result_fd = _hide_fd(int(job["result_fd"]))
-    _replace_stdin()
-    _set_limits(job["limits"])
-
-    write, encode = os.write, _encoder()
-    violations: list[str] = []
-    trusted = _arm_audit_hook(job["sandbox_dir"], job["stdlib_dirs"], violations)
-    # Candidate code must not reach the harness's globals through sys.modules["__main__"].
-    sys.modules.pop("__main__", None)
-    threads_before = _thread_count()
-
-    describe = _Describer(
-        {"<candidate>": job["candidate"], "<tests>": job["tests"]}, trusted
-    ).describe
-    report = _run(job["candidate"], job["tests"], job.get("entry_point"), describe)
-    if _thread_count() != threads_before:
-        violations.append("threading: the candidate started threads")
-    report["violations"] = violations[:10]
-    report["nonce"] = nonce
-    line = encode(report) + "\n"
-    write(result_fd, line.encode("ascii"))
+class ProtocolError(Exception):
+    """The other side sent something that is not a frame or a value of the wire format."""
 
 
-Describe = Callable[[BaseException], str]
+class ChannelClosed(Exception):
+    """The other side is gone."""
 
 
-def _run(candidate: str, tests: str, entry_point: str | None, describe: Describe) -> dict[str, Any]:
-    snapshot = _Snapshot()
-    candidate_globals: dict[str, Any] = {"__name__": "__candidate__", "__builtins__": builtins}
-    load_error = _exec_guarded(candidate, "<candidate>", candidate_globals)
-    snapshot.restore()
-    report: dict[str, Any] = {"loaded": load_error is None, "load_error": None, "tests": []}
-    if load_error is not None:
-        report["load_error"] = describe(load_error)
-        report["limit"] = _cause(load_error)
-        return report
-    report["tests"] = _run_tests(tests, entry_point, candidate_globals, snapshot, describe)
-    limits_hit = [t.pop("limit") for t in report["tests"]]
-    report["limit"] = next((limit for limit in limits_hit if limit is not None), None)
-    return report
+def send(fd: int, message: dict[str, Any]) -> None:
+    data = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    if len(data) > MAX_FRAME_BYTES:
+        raise ValueError(f"a message of {len(data):,} bytes is over the {MAX_FRAME_BYTES:,} limit")
+    view = memoryview(len(data).to_bytes(4, "big") + data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
 
 
-def _cause(error: BaseException | None) -> str | None:
+def receive(fd: int) -> dict[str, Any]:
+    length = int.from_bytes(_read_exactly(fd, 4), "big")
+    if length > MAX_FRAME_BYTES:
+        raise ProtocolError(f"a frame of {length:,} bytes is over the {MAX_FRAME_BYTES:,} limit")
+    try:
+        message = json.loads(_read_exactly(fd, length).decode("utf-8"))
+    except (ValueError, RecursionError) as error:
+        raise ProtocolError(f"a frame that is not JSON ({type(error).__name__})") from None
+    if type(message) is not dict:
+        raise ProtocolError("a frame that is not a JSON object")
+    return message
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    chunks, missing = [], size
+    while missing:
+        chunk = os.read(fd, min(missing, 1 << 20))
+        if not chunk:
+            raise ChannelClosed("the other side closed the channel")
+        chunks.append(chunk)
+        missing -= len(chunk)
+    return b"".join(chunks)
+
+
+def encode(value: Any, remember: Callable[[Any], int] | None = None, depth: int = 0) -> Any:
+    """``value`` in the wire format; other objects become the number ``remember`` gives them."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if depth > MAX_DEPTH:
+        raise ValueError(f"the value is nested more than {MAX_DEPTH} levels deep")
+    if kind in (list, tuple, set, frozenset):
+        return {kind.__name__: [encode(item, remember, depth + 1) for item in value]}
+    if kind is dict:
+        pairs = [
+            [encode(k, remember, depth + 1), encode(v, remember, depth + 1)]
+            for k, v in value.items()
+        ]
+        return {"dict": pairs}
+    if kind is bytes:
+        return {"bytes": value.hex()}
+    if kind is complex:
+        return {"complex": [value.real, value.imag]}
+    if remember is not None:
+        return {"remote": remember(value)}
+    raise TypeError(f"a {kind.__name__} cannot cross the sandbox's boundary: only plain data can")
+
+
+def decode(wire: Any, resolve: Callable[[int], Any], depth: int = 0) -> Any:
+    """The value ``wire`` stands for; raises ProtocolError for anything else."""
+    if type(wire) in _SCALARS:
+        return wire
+    if depth > MAX_DEPTH:
+        raise ProtocolError(f"a value nested more than {MAX_DEPTH} levels deep")
+    if type(wire) is not dict or len(wire) != 1:
+        raise ProtocolError("a value that is neither a scalar nor a one-key object")
+    ((tag, payload),) = wire.items()
+    try:
+        if tag in ("list", "tuple", "set", "frozenset") and type(payload) is list:
+            items = [decode(item, resolve, depth + 1) for item in payload]
+            return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
+        if tag == "dict" and type(payload) is list:
+            pairs = [_pair(item) for item in payload]
+            return {decode(k, resolve, depth + 1): decode(v, resolve, depth + 1) for k, v in pairs}
+        if tag == "bytes" and type(payload) is str:
+            return bytes.fromhex(payload)
+        if tag == "complex" and type(payload) is list and len(payload) == 2:
+            return complex(float(payload[0]), float(payload[1]))
+        if tag == "remote" and type(payload) is int:
+            return resolve(payload)
+    except (TypeError, ValueError) as error:  # unhashable set items or keys, bad hex...
+        raise ProtocolError(f"a malformed {tag!r} value ({error})") from None
+    raise ProtocolError(f"an unknown value type {str(tag)[:40]!r}")
+
+
+def _pair(item: Any) -> tuple[Any, Any]:
+    if type(item) is not list or len(item) != 2:
+        raise ProtocolError("a dict entry that is not a [key, value] pair")
+    return item[0], item[1]
+
+
+# --- shared by both sides ----------------------------------------------------------------------
+
+
+def limit_cause(error: BaseException | None) -> str | None:
     """Which limit ``error`` reports, if any (exact types: subclasses are not limits)."""
     if type(error) is SystemExit:
         return "exited_early"
@@ -161,246 +177,8 @@ def _cause(error: BaseException | None) -> str | None:
     return None
 
 
-def _run_tests(
-    tests: str,
-    entry_point: str | None,
-    candidate_globals: dict[str, Any],
-    snapshot: _Snapshot,
-    describe: Describe,
-) -> list[dict[str, Any]]:
-    # A fresh namespace: the tests' own definitions (``check``...) are made after, and so win
-    # over, anything of the same name the candidate defined.
-    namespace = {k: v for k, v in candidate_globals.items() if not k.startswith("__")}
-    namespace.update(__name__="__tests__", __builtins__=builtins)
-    if entry_point is not None:
-        function = candidate_globals.get(entry_point)
-        if function is None or not callable(function):
-            message = f"NameError: the code defines no function {entry_point!r}"
-            return [{"name": "load", "passed": False, "error": message, "limit": None}]
-        namespace[entry_point] = _plain_data_only(function, snapshot)
-    try:
-        module = ast.parse(tests, "<tests>")
-    except SyntaxError as error:
-        message = f"the tests do not parse: {error}"
-        return [{"name": "tests", "passed": False, "error": message, "limit": None}]
-
-    results: list[dict[str, Any]] = []
-    for statement in module.body:
-        code = compile(ast.Module(body=[statement], type_ignores=[]), "<tests>", "exec")
-        failure = _exec_guarded(code, "<tests>", namespace)
-        snapshot.restore()
-        if isinstance(statement, ast.Assert):
-            results.append(_outcome(_statement_name(tests, statement), failure, describe))
-        elif failure is not None:  # setup failed: everything after it would fail for that reason
-            results.append(_outcome(f"line {statement.lineno}", failure, describe))
-            return results
-    defined = [s.name for s in module.body if isinstance(s, ast.FunctionDef)]
-    calls: list[tuple[str, tuple[Any, ...]]] = [(n, ()) for n in defined if n.startswith("test")]
-    if "check" in defined and entry_point is not None:
-        calls.append(("check", (namespace[entry_point],)))
-    for name, args in calls:
-        failure = _call_guarded(namespace[name], args)
-        snapshot.restore()
-        label = f"{name}({', '.join('candidate' for _ in args)})"
-        results.append(_outcome(label, failure, describe))
-    if not results:
-        message = "the tests contain no assert, test_* function or check()"
-        results.append({"name": "tests", "passed": False, "error": message, "limit": None})
-    return results[:_MAX_TESTS_REPORTED]
-
-
-def _call_guarded(function: Callable[..., Any], args: tuple[Any, ...]) -> BaseException | None:
-    try:
-        function(*args)
-    except BaseException as error:  # SystemExit and KeyboardInterrupt too: never a pass
-        return error
-    return None
-
-
-def _exec_guarded(source: Any, filename: str, namespace: dict[str, Any]) -> BaseException | None:
-    try:
-        code = compile(source, filename, "exec") if isinstance(source, str) else source
-        exec(code, namespace)
-    except BaseException as error:
-        return error
-    return None
-
-
-class _Describer:
-    """Turn an exception into "where and what" text without running any candidate code.
-
-    ``str(error)`` could call a candidate-defined ``__str__`` while the audit hook trusts the
-    harness (reading ``tb_frame`` needs that), so only exact builtin types are formatted: the
-    type's name straight from ``type``'s own descriptor, plain-data arguments, and the lines of
-    the candidate and the tests the traceback passes through.
-    """
-
-    def __init__(self, sources: dict[str, str], trusted: Callable[[bool], None]) -> None:
-        self._lines = {name: text.splitlines() for name, text in sources.items()}
-        self._trusted = trusted
-        self._type_name = type.__dict__["__name__"].__get__
-
-    def describe(self, error: BaseException) -> str:
-        kind = type(error)
-        name = str(self._type_name(kind, type))
-        arguments = error.args if type(error.args) is tuple else ()
-        if all(_is_plain(argument, depth=0) for argument in arguments):
-            message = ", ".join(str(argument) for argument in arguments)
-        else:
-            message = "<arguments not shown>"
-        if kind is SystemExit:
-            message = f"the code called exit({message})"
-        lines = [*self._where(error.__traceback__), f"{name}: {message}".rstrip(": ")]
-        return "\n".join(lines)[-_TAIL_CHARS:]
-
-    def _where(self, trace: Any) -> list[str]:
-        where: list[str] = []
-        self._trusted(True)
-        try:
-            while trace is not None and type(trace).__name__ == "traceback":
-                code = trace.tb_frame.f_code
-                filename, line_number = code.co_filename, trace.tb_lineno
-                source = self._lines.get(filename)
-                if source is not None and type(line_number) is int:
-                    text = source[line_number - 1].strip() if line_number <= len(source) else ""
-                    where.append(f'  File "{filename}", line {line_number}, in {code.co_name}')
-                    if text:
-                        where.append(f"    {text}")
-                trace = trace.tb_next
-        finally:
-            self._trusted(False)
-        return where[-12:]
-
-
-def _outcome(name: str, error: BaseException | None, describe: Describe) -> dict[str, Any]:
-    return {
-        "name": name[:200],
-        "passed": error is None,
-        "error": None if error is None else describe(error),
-        "limit": _cause(error),
-    }
-
-
-def _statement_name(tests: str, statement: ast.stmt) -> str:
-    segment = ast.get_source_segment(tests, statement) or ""
-    return f"line {statement.lineno}: {segment.splitlines()[0] if segment else 'assert'}"
-
-
-def _plain_data_only(function: Callable[..., Any], snapshot: _Snapshot) -> Callable[..., Any]:
-    def candidate(*args: Any, **kwargs: Any) -> Any:
-        try:
-            value = function(*args, **kwargs)
-        finally:
-            snapshot.restore()  # whatever the call patched, the assertion sees the original
-        if not _is_plain(value, depth=0):
-            raise TypeError(
-                f"the function returned a {type(value).__name__}; only plain data "
-                "(numbers, strings, lists, tuples, dicts, sets, None) is accepted"
-            )
-        return value
-
-    return candidate
-
-
-def _is_plain(value: Any, *, depth: int) -> bool:
-    kind = type(value)
-    if kind in _PLAIN_TYPES:
-        return True
-    if depth > 20:
-        return False
-    if kind in (list, tuple, set, frozenset):
-        return all(_is_plain(item, depth=depth + 1) for item in value)
-    if kind is dict:
-        return all(
-            _is_plain(key, depth=depth + 1) and _is_plain(item, depth=depth + 1)
-            for key, item in value.items()
-        )
-    return False
-
-
-class _Snapshot:
-    """Builtins and every loaded module's dictionary, as they were before the candidate ran."""
-
-    def __init__(self) -> None:
-        self._live_modules = sys.modules  # the dict object itself: ``sys.modules = {}`` is undone
-        self._modules = dict(sys.modules)
-        self._namespaces = {
-            name: namespace
-            for name, module in self._modules.items()
-            if type(namespace := getattr(module, "__dict__", None)) is dict
-        }
-        self._saved = {name: dict(namespace) for name, namespace in self._namespaces.items()}
-        self._builtins, self._saved_builtins = vars(builtins), dict(vars(builtins))
-        self._clear, self._update = dict.clear, dict.update
-
-    def restore(self) -> None:
-        # Builtins first, through captured references: the rest of this method uses them.
-        self._clear(self._builtins)
-        self._update(self._builtins, self._saved_builtins)
-        for name in [name for name in self._live_modules if name not in self._modules]:
-            del self._live_modules[name]  # the tests re-import a fresh copy of these
-        self._update(self._live_modules, self._modules)
-        for name, namespace in self._namespaces.items():
-            self._clear(namespace)
-            self._update(namespace, self._saved[name])
-
-
-def _arm_audit_hook(
-    sandbox_dir: str, stdlib_dirs: list[str], violations: list[str]
-) -> Callable[[bool], None]:
-    """Install the hook; return the switch that lets the harness read tracebacks' frames."""
-    root = os.path.realpath(sandbox_dir) + os.sep
-    readable = tuple(os.path.realpath(path) + os.sep for path in stdlib_dirs)
-    realpath, fspath, getpid = os.path.realpath, os.fspath, os.getpid
-    own_pid = getpid()
-    trusted = [False]
-
-    def set_trusted(value: bool) -> None:
-        trusted[0] = value
-
-    def inside(path: object, roots: tuple[str, ...]) -> bool:
-        if isinstance(path, int):
-            return True  # an already-open descriptor: opening it was checked
-        try:
-            resolved = realpath(fspath(path))  # type: ignore[call-overload]
-        except BaseException:
-            return False
-        return any((resolved + os.sep).startswith(prefix) for prefix in roots)
-
-    def refuse(event: str, detail: str) -> None:
-        if len(violations) < 100:
-            violations.append(f"{event}: {detail}"[:200])
-        raise ForbiddenOperation(f"sandbox: {event} is not allowed ({detail})"[:300])
-
-    def hook(event: str, args: tuple[Any, ...]) -> None:
-        if trusted[0] and event == "object.__getattr__":
-            return
-        if event == "open":
-            path, mode = args[0], args[1]
-            writing = isinstance(mode, str) and any(flag in mode for flag in "wax+")
-            flags = args[2] if isinstance(args[2], int) else 0
-            writing = writing or bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
-            allowed = (root,) if writing else (root, *readable)
-            if path is not None and not inside(path, allowed):
-                refuse(event, f"{path!r}")
-        elif event in _PATH_EVENTS:
-            for path in args[:2]:
-                if isinstance(path, str | bytes | os.PathLike) and not inside(path, (root,)):
-                    refuse(event, f"{path!r}")
-        elif event == "import":
-            if str(args[0]).partition(".")[0] in _FORBIDDEN_IMPORTS:
-                refuse(event, str(args[0]))
-        elif event in ("os.kill", "os.killpg"):
-            if args[0] not in (own_pid, 0):
-                refuse(event, f"pid {args[0]}")
-        elif event in _FORBIDDEN_EVENTS or event.startswith(_FORBIDDEN_PREFIXES):
-            refuse(event, "")
-
-    sys.addaudithook(hook)
-    return set_trusted
-
-
 def _set_limits(limits: dict[str, int]) -> None:
+    """Bound this process before any untrusted code runs in it (or in the process beside it)."""
     megabyte = 1024 * 1024
     cpu = int(limits["cpu_seconds"])
     settings = [
@@ -413,7 +191,8 @@ def _set_limits(limits: dict[str, int]) -> None:
         ),
         (resource.RLIMIT_NOFILE, limits["open_files"], limits["open_files"]),
         (resource.RLIMIT_CORE, 0, 0),
-        # Enforced for unprivileged users only; the audit hook refuses fork/spawn for root.
+        # No new processes or threads: counted per user, so 0 refuses every fork and thread
+        # for an unprivileged user whatever else that user runs.
         (resource.RLIMIT_NPROC, 0, 0),
     ]
     for which, soft, hard in settings:
@@ -425,60 +204,528 @@ def _set_limits(limits: dict[str, int]) -> None:
             resource.setrlimit(which, (min(soft, current), current))
 
 
-def _hide_fd(result_fd: int) -> int:
-    """Move the result descriptor to a random high number: a guess is unlikely to hit it."""
-    for _ in range(20):
-        target = random.SystemRandom().randrange(40, 1000)
+def _show_source(filename: str, source: str) -> None:
+    """Let tracebacks quote the lines of ``filename`` (compiled from a string, so not on disk)."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+
+def _describe(error: BaseException, filenames: tuple[str, ...]) -> str:
+    """ "Where and what": the traceback's lines in the candidate's or the tests' source only."""
+    try:
+        frames = [
+            frame
+            for frame in traceback.extract_tb(error.__traceback__)
+            if frame.filename in filenames
+        ]
+        lines = traceback.format_list(frames[-12:])
+        kind = type(error).__name__
+        message = f"the code called exit({error})" if kind == "SystemExit" else str(error)
+        lines.append(f"{kind}: {message}".rstrip(": "))
+        return "".join(lines).strip()[-_TAIL_CHARS:]
+    except BaseException:  # a candidate's __str__ may raise or misbehave
+        return f"{type(error).__name__}: <message not shown>"
+
+
+# --- the candidate's side ----------------------------------------------------------------------
+
+
+def serve_candidate(job: dict[str, Any], channel: int) -> None:
+    """Run the candidate's code, describe its names, then answer requests until the end."""
+    objects: list[Any] = []
+
+    def remember(value: Any) -> int:
+        objects.append(value)
+        return len(objects) - 1
+
+    def resolve(number: int) -> Any:
+        if not 0 <= number < len(objects):
+            raise ProtocolError(f"no object number {number}")
+        return objects[number]
+
+    namespace: dict[str, Any] = {"__name__": "__candidate__", "__builtins__": builtins}
+    _show_source("<candidate>", job["candidate"])
+    try:
+        exec(compile(job["candidate"], "<candidate>", "exec"), namespace)
+    except BaseException as error:
+        send(
+            channel,
+            {
+                "loaded": False,
+                "error": _describe(error, ("<candidate>",)),
+                "limit": limit_cause(error),
+            },
+        )
+        return
+    try:
+        names = {
+            name: encode(value, remember)
+            for name, value in list(namespace.items())
+            # Modules stay here: the tests import their own.
+            if not name.startswith("__") and type(value) is not type(sys)
+        }
+        send(channel, {"loaded": True, "names": names})
+    except (TypeError, ValueError) as error:
+        message = f"the names the code defines cannot be sent to the tests: {error}"
+        send(channel, {"loaded": False, "error": message, "limit": None})
+        return
+    while True:
         try:
-            os.fstat(target)
-        except OSError:
-            os.dup2(result_fd, target)
-            os.close(result_fd)
-            return target
-    return result_fd
+            request = receive(channel)
+        except ChannelClosed:
+            return
+        reply = _answer(request, resolve, remember)
+        try:
+            send(channel, reply)
+        except ValueError as error:  # a value too large for one frame
+            send(channel, {"raised": _raised(error)})
 
 
-def _replace_stdin() -> None:
+def _answer(
+    request: dict[str, Any], resolve: Callable[[int], Any], remember: Callable[[Any], int]
+) -> dict[str, Any]:
+    try:
+        target = resolve(request["target"])
+        argument = decode(request.get("argument"), resolve)
+        operation = request["op"]
+        if operation == "call":
+            args = decode(request["args"], resolve)
+            kwargs = decode(request["kwargs"], resolve)
+            result = target(*args, **kwargs)
+            after = [encode(a, remember) if type(a) in _MUTABLE_ARGUMENTS else None for a in args]
+            return {"value": encode(result, remember), "args_after": after}
+        if operation == "next":
+            try:
+                return {"value": encode(next(target), remember)}
+            except StopIteration:
+                return {"stop": True}
+        return {"value": encode(_OPERATIONS[operation](target, argument), remember)}
+    except BaseException as error:
+        return {"raised": _raised(error)}
+
+
+def _setattr(target: Any, argument: list[Any]) -> None:
+    setattr(target, argument[0], argument[1])
+
+
+def _setitem(target: Any, argument: list[Any]) -> None:
+    target[argument[0]] = argument[1]
+
+
+def _delitem(target: Any, key: Any) -> None:
+    del target[key]
+
+
+def _compare(target: Any, argument: list[Any]) -> Any:
+    operator, other = argument
+    methods = {
+        "eq": "__eq__",
+        "ne": "__ne__",
+        "lt": "__lt__",
+        "le": "__le__",
+        "gt": "__gt__",
+        "ge": "__ge__",
+    }
+    return getattr(target, methods[operator])(other)
+
+
+_OPERATIONS: dict[str, Callable[[Any, Any], Any]] = {
+    "getattr": getattr,
+    "setattr": _setattr,
+    "getitem": lambda target, key: target[key],
+    "setitem": _setitem,
+    "delitem": _delitem,
+    "len": lambda target, _: len(target),
+    "bool": lambda target, _: bool(target),
+    "iter": lambda target, _: iter(target),
+    "contains": lambda target, item: item in target,
+    "repr": lambda target, _: repr(target),
+    "str": lambda target, _: str(target),
+    "hash": lambda target, _: hash(target),
+    "compare": _compare,
+    "type": lambda target, _: type(target).__name__,
+}
+
+
+def _raised(error: BaseException) -> dict[str, Any]:
+    """What the tests' side needs to raise an equivalent exception."""
+    catchable = next(
+        (k.__name__ for k in type(error).__mro__ if _CATCHABLE.get(k.__name__) is k), None
+    )
+    try:
+        message = str(error)[:_TAIL_CHARS]
+    except BaseException:
+        message = "<message not shown>"
+    return {
+        "type": type(error).__name__,
+        "catchable_as": catchable,
+        "message": message,
+        "where": _describe(error, ("<candidate>",)),
+        "limit": limit_cause(error),
+    }
+
+
+# --- the tests' side ---------------------------------------------------------------------------
+
+
+class CandidateGone(BaseException):
+    """The candidate's process exited, crashed or broke the protocol; no attempt passes after.
+
+    A ``BaseException``, so a test's ``except Exception`` cannot swallow it.
+    """
+
+
+class _Connection:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.broken: str | None = None  # sticky: once set, the attempt has failed
+
+    def request(self, operation: str, target: Remote, **fields: Any) -> dict[str, Any]:
+        if self.broken is not None:
+            raise CandidateGone(self.broken)
+        try:
+            send(
+                self.fd,
+                {"op": operation, "target": object.__getattribute__(target, "number"), **fields},
+            )
+            reply = receive(self.fd)
+        except (ChannelClosed, OSError):
+            raise self.fail("the candidate's process ended during a call") from None
+        except ProtocolError as error:
+            raise self.fail(f"the candidate's process broke the protocol: {error}") from None
+        if "raised" in reply:
+            raise self.rebuild(reply["raised"])
+        return reply
+
+    def value(self, operation: str, target: Remote, argument: Any = None) -> Any:
+        reply = self.request(operation, target, argument=encode(argument, _remote_number))
+        return self.decode(reply.get("value"))
+
+    def decode(self, wire: Any) -> Any:
+        try:
+            return decode(wire, Remote)
+        except ProtocolError as error:
+            raise self.fail(f"the candidate's process broke the protocol: {error}") from None
+
+    def fail(self, reason: str) -> CandidateGone:
+        self.broken = self.broken or reason
+        return CandidateGone(self.broken)
+
+    def rebuild(self, raised: Any) -> BaseException:
+        if type(raised) is not dict:
+            return self.fail("the candidate's process broke the protocol: a malformed exception")
+        kind, where = str(raised.get("type"))[:100], str(raised.get("where"))[-_TAIL_CHARS:]
+        if raised.get("limit") == "exited_early":
+            return self.fail(f"the code called exit() during a call\n{where}")
+        exception_class = _CATCHABLE.get(str(raised.get("catchable_as")), CandidateError)
+        message = str(raised.get("message"))[:_TAIL_CHARS]
+        try:
+            error = exception_class(message)
+        except Exception:  # a builtin whose constructor wants other arguments
+            error = CandidateError(message)
+        if raised.get("limit") in LIMIT_CAUSES:
+            error.candidate_limit = raised["limit"]  # type: ignore[attr-defined]
+        error.add_note(f"raised in the candidate's code as {kind}:\n{where}")
+        return error
+
+
+class CandidateError(Exception):
+    """The candidate's code raised an exception that is not one of Python's own."""
+
+
+_CONNECTION: _Connection | None = None
+
+
+def _connection() -> _Connection:
+    if _CONNECTION is None:
+        raise RuntimeError("no candidate to talk to")
+    return _CONNECTION
+
+
+def _remote_number(value: Any) -> int:
+    """Encoding an argument: only the candidate's own objects may go back as references."""
+    if type(value) is Remote:
+        return int(object.__getattribute__(value, "number"))
+    raise TypeError(
+        f"a {type(value).__name__} cannot be passed to the candidate: only plain data can"
+    )
+
+
+class Remote:
+    """Stands for one object of the candidate's; every use is a request to its process.
+
+    It compares only with other remote objects (by the candidate's own rules), never with plain
+    data, and supports what tests do with objects: calls, attributes, items, ``len``, ``in``,
+    iteration, ``repr``/``str``, ``hash`` and truth. Arithmetic on it is a TypeError.
+    """
+
+    __slots__ = ("number",)
+
+    def __init__(self, number: int) -> None:
+        object.__setattr__(self, "number", number)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return call_candidate(self, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _connection().value("getattr", self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _connection().value("setattr", self, [name, value])
+
+    def __getitem__(self, key: Any) -> Any:
+        return _connection().value("getitem", self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _connection().value("setitem", self, [key, value])
+
+    def __delitem__(self, key: Any) -> None:
+        _connection().value("delitem", self, key)
+
+    def __len__(self) -> int:
+        return _expect(_connection().value("len", self), int, "len()")
+
+    def __bool__(self) -> bool:
+        return _expect(_connection().value("bool", self), bool, "bool()")
+
+    def __contains__(self, item: Any) -> bool:
+        return _expect(_connection().value("contains", self, item), bool, "'in'")
+
+    def __iter__(self) -> Iterator[Any]:
+        iterator = _connection().value("iter", self)
+        if type(iterator) is not Remote:
+            raise TypeError("the candidate's iter() did not give an iterator")
+        return iterator
+
+    def __next__(self) -> Any:
+        reply = _connection().request("next", self)
+        if reply.get("stop") is True:
+            raise StopIteration
+        return _connection().decode(reply.get("value"))
+
+    def __repr__(self) -> str:
+        return _expect(_connection().value("repr", self), str, "repr()")
+
+    def __str__(self) -> str:
+        return _expect(_connection().value("str", self), str, "str()")
+
+    def __hash__(self) -> int:
+        return _expect(_connection().value("hash", self), int, "hash()")
+
+    def _compare(self, operator: str, other: Any) -> Any:
+        if type(other) is not Remote:
+            return NotImplemented
+        return _expect(
+            _connection().value("compare", self, [operator, other]), bool, "a comparison"
+        )
+
+    def __eq__(self, other: object) -> Any:
+        return self._compare("eq", other)
+
+    def __ne__(self, other: object) -> Any:
+        return self._compare("ne", other)
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare("lt", other)
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare("le", other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare("gt", other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare("ge", other)
+
+
+def _expect(value: Any, kind: type[_T], what: str) -> _T:
+    if type(value) is not kind:
+        raise TypeError(
+            f"the candidate's {what} gave a {type(value).__name__}, not a {kind.__name__}"
+        )
+    return value
+
+
+def call_candidate(function: Remote, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    connection = _connection()
+    reply = connection.request(
+        "call",
+        function,
+        args=encode(list(args), _remote_number),
+        kwargs=encode(kwargs, _remote_number),
+    )
+    after = reply.get("args_after")
+    if type(after) is list and len(after) == len(args):
+        for original, wire in zip(args, after, strict=True):
+            if type(original) in _MUTABLE_ARGUMENTS and wire is not None:
+                _copy_into(original, connection.decode(wire))
+    return connection.decode(reply.get("value"))
+
+
+def _copy_into(original: Any, changed: Any) -> None:
+    """Make the tests' argument look as the candidate left its copy (in place, same object)."""
+    if type(original) is not type(changed):
+        return
+    if type(original) is list:
+        original[:] = changed
+    else:  # dict, set
+        original.clear()
+        original.update(changed)
+
+
+def _plain_data_only(function: Remote) -> Callable[..., Any]:
+    def candidate(*args: Any, **kwargs: Any) -> Any:
+        value = call_candidate(function, args, kwargs)
+        if _holds_remote(value, 0):
+            raise TypeError(
+                "the function returned an object that is not plain data; only numbers, strings, "
+                "bytes, lists, tuples, dicts, sets and None are accepted"
+            )
+        return value
+
+    return candidate
+
+
+def _holds_remote(value: Any, depth: int) -> bool:
+    if type(value) is Remote:
+        return True
+    if depth > MAX_DEPTH:
+        return True
+    if type(value) in (list, tuple, set, frozenset):
+        return any(_holds_remote(item, depth + 1) for item in value)
+    if type(value) is dict:
+        return any(
+            _holds_remote(k, depth + 1) or _holds_remote(v, depth + 1) for k, v in value.items()
+        )
+    return False
+
+
+def run_test_suite(job: dict[str, Any], channel: int) -> dict[str, Any]:
+    """Wait for the candidate to load, run every test against it, and say what happened."""
+    global _CONNECTION
+    connection = _CONNECTION = _Connection(channel)
+    report: dict[str, Any] = {"loaded": False, "load_error": None, "limit": None, "tests": []}
+    try:
+        hello = receive(channel)
+    except (ChannelClosed, OSError):
+        report["candidate_failure"] = (
+            "the candidate's process ended before its code finished loading"
+        )
+        return report
+    except ProtocolError as error:
+        report["candidate_failure"] = f"the candidate's process broke the protocol: {error}"
+        return report
+    if hello.get("loaded") is not True:
+        report["load_error"] = str(hello.get("error"))[-_TAIL_CHARS:]
+        limit = hello.get("limit")
+        report["limit"] = limit if limit in LIMIT_CAUSES else None
+        return report
+    names = hello.get("names")
+    if type(names) is not dict:
+        report["candidate_failure"] = "the candidate's process broke the protocol: no names"
+        return report
+    candidate_names = {str(name): connection.decode(wire) for name, wire in names.items()}
+    report["loaded"] = True
+    report["tests"] = _run_tests(job["tests"], job.get("entry_point"), candidate_names)
+    limits = [test.pop("limit") for test in report["tests"]]
+    report["limit"] = next((limit for limit in limits if limit is not None), None)
+    report["candidate_failure"] = connection.broken
+    return report
+
+
+def _run_tests(
+    tests: str, entry_point: str | None, candidate_names: dict[str, Any]
+) -> list[dict[str, Any]]:
+    namespace: dict[str, Any] = dict(candidate_names)
+    namespace.update(__name__="__tests__", __builtins__=builtins)
+    if entry_point is not None:
+        function = candidate_names.get(entry_point)
+        if type(function) is not Remote:
+            message = f"NameError: the code defines no function {entry_point!r}"
+            return [{"name": "load", "passed": False, "error": message, "limit": None}]
+        namespace[entry_point] = _plain_data_only(function)
+    _show_source("<tests>", tests)
+    try:
+        module = ast.parse(tests, "<tests>")
+    except SyntaxError as error:
+        message = f"the tests do not parse: {error}"
+        return [{"name": "tests", "passed": False, "error": message, "limit": None}]
+
+    results: list[dict[str, Any]] = []
+    for statement in module.body:
+        code = compile(ast.Module(body=[statement], type_ignores=[]), "<tests>", "exec")
+        failure = _guarded(exec, code, namespace)
+        if isinstance(statement, ast.Assert):
+            results.append(_outcome(_statement_name(tests, statement), failure))
+        elif failure is not None:  # setup failed: everything after it would fail for that reason
+            results.append(_outcome(f"line {statement.lineno}", failure))
+            return results
+    defined = [s.name for s in module.body if isinstance(s, ast.FunctionDef)]
+    calls: list[tuple[str, tuple[Any, ...]]] = [(n, ()) for n in defined if n.startswith("test")]
+    if "check" in defined and entry_point is not None:
+        calls.append(("check", (namespace[entry_point],)))
+    for name, args in calls:
+        failure = _guarded(namespace[name], *args)
+        label = f"{name}({', '.join('candidate' for _ in args)})"
+        results.append(_outcome(label, failure))
+    if not results:
+        message = "the tests contain no assert, test_* function or check()"
+        results.append({"name": "tests", "passed": False, "error": message, "limit": None})
+    return results[:_MAX_TESTS_REPORTED]
+
+
+def _guarded(function: Callable[..., Any], *args: Any) -> BaseException | None:
+    try:
+        function(*args)
+    except BaseException as error:  # CandidateGone, SystemExit and KeyboardInterrupt: never a pass
+        return error
+    return None
+
+
+def _outcome(name: str, error: BaseException | None) -> dict[str, Any]:
+    limit = getattr(error, "candidate_limit", None) or limit_cause(error)
+    return {
+        "name": name[:200],
+        "passed": error is None,
+        "error": None if error is None else _describe_test_failure(error),
+        "limit": limit,
+    }
+
+
+def _describe_test_failure(error: BaseException) -> str:
+    text = _describe(error, ("<tests>",))
+    notes = getattr(error, "__notes__", None)
+    if isinstance(notes, list) and notes:
+        text += "\n" + "\n".join(str(note) for note in notes)
+    return text[-_TAIL_CHARS:]
+
+
+def _statement_name(tests: str, statement: ast.stmt) -> str:
+    segment = ast.get_source_segment(tests, statement) or ""
+    return f"line {statement.lineno}: {segment.splitlines()[0] if segment else 'assert'}"
+
+
+# --- the entry point ---------------------------------------------------------------------------
+
+
+def main(role: str) -> None:
+    """Read the job from stdin, bound this process, then play ``role``."""
+    job: dict[str, Any] = json.loads(sys.stdin.buffer.read().decode("utf-8"))
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-
-
-def _encoder() -> Callable[[Any], str]:
-    """A JSON encoder for the report, closed over references taken before candidate code runs.
-
-    ``json.dumps`` and ``json.JSONEncoder`` are Python code that candidate code could patch (and
-    the report carries the nonce); ``encode_basestring_ascii`` is C, and builtin types are
-    immutable, so nothing here can be changed from outside.
-    """
-    from _json import encode_basestring_ascii as quote
-
-    is_instance, join, text, items = isinstance, str.join, repr, dict.items
-
-    def encode(value: Any) -> str:
-        if value is None:
-            return "null"
-        if value is True or value is False:
-            return "true" if value else "false"
-        if is_instance(value, str):
-            return str(quote(value))
-        if is_instance(value, int):
-            return text(int(value))
-        if is_instance(value, list):
-            return "[" + join(",", [encode(item) for item in value]) + "]"
-        if is_instance(value, dict):
-            pairs = [str(quote(str(key))) + ":" + encode(item) for key, item in items(value)]
-            return "{" + join(",", pairs) + "}"
-        return str(quote(text(value)))
-
-    return encode
-
-
-def _thread_count() -> int:
-    import _thread
-
-    return int(_thread._count())
+    _set_limits(job["limits"])
+    channel = int(job["channel_fd"])
+    if role == "candidate":
+        serve_candidate(job, channel)
+        return
+    # The report goes to the stdout the parent reads; the tests' own prints go to stderr.
+    report_fd = os.dup(1)
+    os.dup2(2, 1)
+    report = run_test_suite(job, channel)
+    os.write(report_fd, json.dumps(report).encode("utf-8"))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1])

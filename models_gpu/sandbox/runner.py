@@ -1,9 +1,14 @@
-"""The parent side of the sandbox: start the harness in a fresh process, bound it, read its report.
+"""The parent side of the sandbox: start the candidate's and the tests' processes, read the verdict.
 
-Whatever the candidate does, ``run_tests`` returns a ``SandboxReport``; it raises only for a
-broken installation (no Python to start). Thread-safe: no ``preexec_fn`` (which can deadlock in
-a threaded parent such as Django's dev server); the child limits itself before untrusted code
-runs, see ``harness.py``.
+For each verification, two processes start side by side in sandboxes of their own
+(``isolation.py``) and run ``harness.py``: one runs the candidate's code, the other the tests,
+joined by a socket that carries requests and plain-data answers. Only the tests' process writes
+the report, on a pipe only it holds; see ``harness.py`` for why that makes a forged pass
+impossible. Whatever the candidate does, ``run_tests`` returns a ``SandboxReport``; it raises
+only when nothing can be run safely (``SandboxUnavailable``) or for a broken installation.
+
+Thread-safe and fork-safe in a threaded parent (Django, Celery): no ``preexec_fn``; each process
+limits itself before any untrusted code runs.
 """
 
 from __future__ import annotations
@@ -13,21 +18,22 @@ import functools
 import json
 import math
 import os
-import secrets
-import shutil
 import signal
+import socket
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-HARNESS = Path(__file__).with_name("harness.py")
+from models_gpu.sandbox import harness
+from models_gpu.sandbox.isolation import Isolation, current_isolation
+
+HARNESS = Path(harness.__file__)
 _TAIL_CHARS = 1500
-_RESULT_LIMIT_BYTES = 1_000_000
+_REPORT_LIMIT_BYTES = 4_000_000
+_START_UP_SECONDS = 2.0  # two interpreters and two sandboxes, on a busy machine
 
 Outcome = Literal[
     "passed",
@@ -38,25 +44,19 @@ Outcome = Literal[
     "memory_limit",
     "file_size_limit",
     "open_files_limit",
-    "forbidden_operation",
     "crashed",
 ]
 
 
-# What the harness may name as the cause of a failure (anything else it says is ignored).
-_CAUSES: frozenset[str] = frozenset(
-    {"exited_early", "memory_limit", "file_size_limit", "open_files_limit"}
-)
-
-
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Bounds on one sandboxed run.
+    """Bounds on one sandboxed run, applied to each of its two processes.
 
-    timeout_seconds: wall clock; the whole process group is killed after it. CPU time is capped
-        at the same number of seconds (rounded up).
-    memory_mb: address space of the child (RLIMIT_AS), interpreter included (about 20 MB).
-    file_size_mb: largest file the child may write (RLIMIT_FSIZE), stdout and stderr included.
+    timeout_seconds: wall clock; both sandboxes are killed after it. CPU time is capped at the
+        same number of seconds (rounded up).
+    memory_mb: address space of each process (RLIMIT_AS), interpreter included (about 20 MB).
+    file_size_mb: largest file a process may write (RLIMIT_FSIZE), stdout and stderr included;
+        also the size of each sandbox's private tmpfs.
     open_files: RLIMIT_NOFILE.
     """
 
@@ -85,21 +85,32 @@ class TestOutcome:
 
 @dataclass(frozen=True)
 class SandboxReport:
-    """What happened. ``outcome == "passed"`` only when every test ran and passed."""
+    """What happened. ``outcome == "passed"`` only when every test ran and passed.
+
+    ``isolation`` is the mode that ran it: "bubblewrap", or "none" when ``DIALAB_SANDBOX=none``
+    ran the code without a sandbox (such a verdict is marked unsandboxed wherever it is shown).
+    """
 
     outcome: Outcome
     tests: tuple[TestOutcome, ...] = ()
     load_error: str | None = None
-    violations: tuple[str, ...] = ()
     stdout_tail: str = ""
     stderr_tail: str = ""
     exit_status: int | None = None
     wall_seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    isolation: str = "bubblewrap"
 
     @property
     def passed(self) -> bool:
         return self.outcome == "passed"
+
+
+@dataclass(frozen=True)
+class _Finished:
+    report: dict[str, Any] | None
+    timed_out: bool
+    candidate_status: int | None  # None while it was still running when the tests finished
 
 
 def run_tests(
@@ -111,174 +122,207 @@ def run_tests(
 ) -> SandboxReport:
     """Run ``candidate`` then ``tests`` (asserts, ``test_*`` functions, or HumanEval ``check``)."""
     limits = limits or SandboxLimits()
-    nonce = secrets.token_hex(16)
+    where = current_isolation()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dialab-sandbox-") as private:
-        private_dir = Path(private)
-        private_dir.chmod(0o700)
-        work_dir = private_dir / "work"
-        work_dir.mkdir()
-        result_path = private_dir / "result"
-        with (
-            open(result_path, "wb") as result_file,
-            open(private_dir / "stdout", "wb") as stdout_file,
-            open(private_dir / "stderr", "wb") as stderr_file,
-        ):
-            job = {
-                "nonce": nonce,
-                "result_fd": result_file.fileno(),
-                "sandbox_dir": str(work_dir),
-                "stdlib_dirs": _stdlib_dirs(),
-                "limits": {
-                    "cpu_seconds": max(1, math.ceil(limits.timeout_seconds)),
-                    "memory_mb": limits.memory_mb,
-                    "file_size_mb": limits.file_size_mb,
-                    "open_files": limits.open_files,
-                },
-                "candidate": candidate,
-                "tests": tests,
-                "entry_point": entry_point,
-            }
-            (private_dir / "job.json").write_text(json.dumps(job), encoding="utf-8")
-            with open(private_dir / "job.json", "rb") as job_file:
-                status, timed_out = _run_child(
-                    work_dir, job_file, result_file, stdout_file, stderr_file, limits
-                )
-        wall = time.perf_counter() - started
-        report = _read_report(result_path, nonce)
-        stdout_tail = _tail(private_dir / "stdout")
-        stderr_tail = _tail(private_dir / "stderr")
-    return _summarise(report, status, timed_out, stdout_tail, stderr_tail, wall)
-
-
-def _run_child(
-    work_dir: Path,
-    job_file: Any,
-    result_file: Any,
-    stdout_file: Any,
-    stderr_file: Any,
-    limits: SandboxLimits,
-) -> tuple[int | None, bool]:
-    command = [*_network_isolation_prefix(), sys.executable, "-I", "-S", "-B", str(HARNESS)]
-    process = subprocess.Popen(
-        command,
-        stdin=job_file,
-        stdout=stdout_file,
-        stderr=stderr_file,
-        pass_fds=(result_file.fileno(),),
-        cwd=work_dir,
-        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(work_dir)},
-        start_new_session=True,  # its own process group, so one killpg ends all it started
+        outputs = Path(private)
+        finished = _run_pair(where, outputs, candidate, tests, entry_point, limits)
+        stdout_tail = _tail(outputs / "candidate.stdout")
+        stderr_tail = _tail(outputs / "candidate.stderr")
+        tests_stderr = _tail(outputs / "tests.stderr")
+    wall = time.perf_counter() - started
+    return replace(
+        _summarise(finished, stdout_tail, stderr_tail, tests_stderr, wall), isolation=where.mode
     )
-    timed_out = False
+
+
+def _run_pair(
+    where: Isolation,
+    outputs: Path,
+    candidate: str,
+    tests: str,
+    entry_point: str | None,
+    limits: SandboxLimits,
+) -> _Finished:
+    process_limits = {
+        "cpu_seconds": max(1, math.ceil(limits.timeout_seconds)),
+        "memory_mb": limits.memory_mb,
+        "file_size_mb": limits.file_size_mb,
+        "open_files": limits.open_files,
+    }
+    deadline = time.monotonic() + limits.timeout_seconds + _START_UP_SECONDS
+    started: list[subprocess.Popen[bytes]] = []
     try:
-        process.wait(timeout=limits.timeout_seconds + 1.0)  # +1: interpreter start-up
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        tests_end, candidate_end = socket.socketpair()
+        with tests_end, candidate_end:
+            channel_fds = {"candidate": candidate_end.fileno(), "tests": tests_end.fileno()}
+            candidate_process = _start(
+                where, "candidate", candidate_end, outputs, limits, stdout=None
+            )
+            started.append(candidate_process)
+            tests_process = _start(
+                where, "tests", tests_end, outputs, limits, stdout=subprocess.PIPE
+            )
+            started.append(tests_process)
+        # The parent's ends are closed now: each side sees the other's exit as end of file.
+        _send_job(
+            candidate_process,
+            {
+                "candidate": candidate,
+                "channel_fd": channel_fds["candidate"],
+                "limits": process_limits,
+            },
+        )
+        tests_job = {
+            "tests": tests,
+            "entry_point": entry_point,
+            "channel_fd": channel_fds["tests"],
+            "limits": process_limits,
+        }
+        report, timed_out = _read_report(tests_process, tests_job, deadline)
+        candidate_status = _status_if_ended(candidate_process, wait=report is not None)
+        return _Finished(report, timed_out, candidate_status)
     finally:
-        _kill_group(process.pid)
-        process.wait()
-    return process.returncode, timed_out
+        for process in started:
+            _stop(process, where)
 
 
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # gone: the usual case
-        os.killpg(pid, signal.SIGKILL)
+def _start(
+    where: Isolation,
+    role: str,
+    channel: socket.socket,
+    outputs: Path,
+    limits: SandboxLimits,
+    *,
+    stdout: int | None,
+) -> subprocess.Popen[bytes]:
+    """One side: its stdout (unless piped to us) and stderr go to files we read the tails of."""
+    home = outputs / f"{role}-home"  # the unsandboxed mode's home; bubblewrap has its own tmpfs
+    home.mkdir()
+    with contextlib.ExitStack() as files:
+        error_file = files.enter_context(open(outputs / f"{role}.stderr", "wb"))
+        output_file = (
+            stdout
+            if stdout is not None
+            else files.enter_context(open(outputs / f"{role}.stdout", "wb"))
+        )
+        return where.start(
+            arguments=["-c", _harness_source(), role],
+            pass_fds=(channel.fileno(),),
+            stdout=output_file,
+            stderr=error_file,
+            tmpfs_mb=limits.file_size_mb,
+            scratch_dir=home,
+        )
 
 
-def _read_report(path: Path, nonce: str) -> dict[str, Any] | None:
-    """The harness's report, or None when there is no line bearing the nonce."""
-    with open(path, "rb") as file:
-        data = file.read(_RESULT_LIMIT_BYTES)
-    for line in reversed(data.decode("utf-8", errors="replace").splitlines()):
-        try:
-            report = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(report, dict) and secrets.compare_digest(str(report.get("nonce")), nonce):
-            return report
+@functools.cache
+def _harness_source() -> str:
+    return HARNESS.read_text(encoding="utf-8")
+
+
+def _send_job(process: subprocess.Popen[bytes], job: dict[str, Any]) -> None:
+    assert process.stdin is not None
+    with contextlib.suppress(BrokenPipeError):  # it died at start: the tests will say so
+        process.stdin.write(json.dumps(job).encode("utf-8"))
+    with contextlib.suppress(BrokenPipeError):
+        process.stdin.close()
+
+
+def _read_report(
+    process: subprocess.Popen[bytes], job: dict[str, Any], deadline: float
+) -> tuple[dict[str, Any] | None, bool]:
+    """The tests' report, or None; and whether the deadline passed first."""
+    try:
+        output, _ = process.communicate(
+            json.dumps(job).encode("utf-8"), timeout=max(0.1, deadline - time.monotonic())
+        )
+    except subprocess.TimeoutExpired:
+        return None, True
+    try:
+        report = json.loads(output[:_REPORT_LIMIT_BYTES])
+    except ValueError:
+        return None, False
+    return (report if isinstance(report, dict) else None), False
+
+
+def _status_if_ended(process: subprocess.Popen[bytes], *, wait: bool) -> int | None:
+    """The candidate's exit status if it ended by itself (we are about to kill it otherwise)."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        return process.wait(timeout=0.2 if wait else 0.0)
     return None
 
 
+def _stop(process: subprocess.Popen[bytes], where: Isolation) -> None:
+    """Kill the whole tree: bubblewrap's PID namespace dies with it; unsandboxed, the group."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if where.mode == "none":
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+    process.communicate()
+
+
 def _summarise(
-    report: dict[str, Any] | None,
-    status: int | None,
-    timed_out: bool,
-    stdout_tail: str,
-    stderr_tail: str,
-    wall: float,
+    finished: _Finished, stdout_tail: str, stderr_tail: str, tests_stderr: str, wall: float
 ) -> SandboxReport:
     common: dict[str, Any] = {
         "stdout_tail": stdout_tail,
         "stderr_tail": stderr_tail,
-        "exit_status": status,
+        "exit_status": finished.candidate_status,
         "wall_seconds": round(wall, 4),
     }
-    killed_by = -status if status is not None and status < 0 else None
+    report = finished.report
     if report is None:
-        if timed_out or killed_by in (signal.SIGXCPU, signal.SIGKILL):
+        if finished.timed_out:
             return SandboxReport("timeout", **common)
-        if killed_by == signal.SIGXFSZ:
-            return SandboxReport("file_size_limit", **common)
-        if "MemoryError" in stderr_tail:
-            return SandboxReport("memory_limit", **common)
-        return SandboxReport("crashed", notes=("no report from the harness",), **common)
-
+        note = "the tests' process gave no report: " + (tests_stderr.strip()[-500:] or "no output")
+        return SandboxReport("crashed", notes=(note,), **common)
     tests = tuple(
-        TestOutcome(str(t.get("name")), t.get("passed") is True, t.get("error"))
+        TestOutcome(str(t.get("name")), t.get("passed") is True, _text_or_none(t.get("error")))
         for t in report.get("tests", [])
         if isinstance(t, dict)
     )
-    violations = tuple(str(v) for v in report.get("violations", []))
-    load_error = report.get("load_error")
+    load_error = _text_or_none(report.get("load_error"))
+    candidate_failure = _text_or_none(report.get("candidate_failure"))
+    limit = report.get("limit")
+    notes = (candidate_failure,) if candidate_failure else ()
     outcome: Outcome
-    if violations:
-        outcome = "forbidden_operation"
-    elif report.get("limit") in _CAUSES:
-        outcome = report["limit"]
-    elif load_error is not None:
+    if limit in harness.LIMIT_CAUSES:
+        outcome = limit
+    elif candidate_failure is not None:
+        outcome = _why_the_candidate_ended(finished.candidate_status)
+    elif load_error is not None or report.get("loaded") is not True:
         outcome = "load_error"
-    elif tests and all(t.passed for t in tests) and status == 0:
+    elif tests and all(t.passed for t in tests):
         outcome = "passed"
     else:
         outcome = "tests_failed"
-    return SandboxReport(
-        outcome, tests, load_error if isinstance(load_error, str) else None, violations, **common
-    )
+    return SandboxReport(outcome, tests, load_error, notes=notes, **common)
+
+
+def _why_the_candidate_ended(status: int | None) -> Outcome:
+    """Bubblewrap exits 128 + N for a child killed by signal N; unsandboxed, the status is -N."""
+    if status is None:
+        return "crashed"
+    if status == 0:
+        return "exited_early"
+    signal_number = -status if status < 0 else status - 128 if status > 128 else 0
+    if signal_number in (signal.SIGXCPU, signal.SIGKILL):
+        return "timeout"
+    if signal_number == signal.SIGXFSZ:
+        return "file_size_limit"
+    return "crashed"
+
+
+def _text_or_none(value: object) -> str | None:
+    return value[-_TAIL_CHARS:] if isinstance(value, str) else None
 
 
 def _tail(path: Path) -> str:
+    if not path.exists():
+        return ""
     size = path.stat().st_size
     with open(path, "rb") as file:
         file.seek(max(0, size - 4 * _TAIL_CHARS))
         return file.read().decode("utf-8", errors="replace")[-_TAIL_CHARS:]
-
-
-@functools.cache
-def _stdlib_dirs() -> list[str]:
-    paths = sysconfig.get_paths()
-    return sorted({paths["stdlib"], paths["platstdlib"], os.path.dirname(os.__file__)})
-
-
-@functools.cache
-def _network_isolation_prefix() -> tuple[str, ...]:
-    """``unshare --net`` when it works here (root, or a kernel that allows it), else nothing.
-
-    A new network namespace has only a downed loopback device, so even code that gets past the
-    audit hook cannot reach the network. Probed once per process.
-    """
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return ()
-    try:
-        probe = subprocess.run(
-            [unshare, "--net", "true"], capture_output=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    return (unshare, "--net") if probe.returncode == 0 else ()
-
-
-def network_isolated() -> bool:
-    """Whether sandboxed runs get their own, empty network namespace on this machine."""
-    return bool(_network_isolation_prefix())

@@ -52,9 +52,10 @@ def code_details(report: SandboxReport) -> dict[str, Any]:
         "tests_total": len(report.tests),
         "failures": failures[:_SHOWN_FAILURES],
         "load_error": report.load_error,
-        "violations": list(report.violations[:3]),
+        "notes": list(report.notes[:3]),
         "stdout_tail": report.stdout_tail[-500:],
         "stderr_tail": report.stderr_tail[-500:],
+        "sandbox": report.isolation,
     }
 
 

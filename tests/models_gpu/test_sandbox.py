@@ -1,29 +1,41 @@
-"""Hostile candidates: each must end as a failed attempt, and the parent must carry on."""
+"""What a sandboxed run does for honest code: tests of every style, limits, and the wire format.
+
+The hostile cases are in ``test_sandbox_attacks.py``.
+"""
 
 from __future__ import annotations
 
 import os
+import platform
+import struct
+from pathlib import Path
 
 import pytest
 
-from models_gpu.sandbox import SandboxLimits, run_tests
+from models_gpu.sandbox import (
+    SandboxLimits,
+    SandboxUnavailable,
+    current_isolation,
+    harness,
+    run_tests,
+)
+from models_gpu.sandbox import isolation as isolation_module
+from models_gpu.sandbox.seccomp import compiled_filter, denied_calls
 
 ADD_TESTS = "assert add(1, 2) == 3\nassert add(-1, 1) == 0\n"
 GOOD = "def add(a, b):\n    return a + b\n"
-FAST = SandboxLimits(timeout_seconds=2, memory_mb=256)
+FAST = SandboxLimits(timeout_seconds=1, memory_mb=256)
 
 
-def run(candidate: str, tests: str = ADD_TESTS, **limits: float) -> str:
-    report = run_tests(
-        candidate, tests, entry_point="add", limits=SandboxLimits(**limits) if limits else FAST
-    )
-    return report.outcome
+def outcome(candidate: str, tests: str = ADD_TESTS, entry_point: str | None = "add") -> str:
+    return run_tests(candidate, tests, entry_point=entry_point, limits=FAST).outcome
 
 
-def test_a_correct_solution_passes() -> None:
+def test_a_correct_solution_passes_in_bubblewrap() -> None:
     report = run_tests(GOOD, ADD_TESTS, entry_point="add", limits=FAST)
     assert report.passed
     assert [t.passed for t in report.tests] == [True, True]
+    assert report.isolation == "bubblewrap"
 
 
 def test_a_failing_assertion_is_reported_with_its_line() -> None:
@@ -31,6 +43,7 @@ def test_a_failing_assertion_is_reported_with_its_line() -> None:
     assert report.outcome == "tests_failed"
     failing = [t for t in report.tests if not t.passed]
     assert failing[0].name == "line 1: assert add(1, 2) == 3"
+    assert "assert add(1, 2) == 3" in (failing[0].error or "")
     assert "AssertionError" in (failing[0].error or "")
 
 
@@ -44,141 +57,240 @@ def test_test_functions_and_humaneval_check_are_run() -> None:
     assert report.passed
 
 
-@pytest.mark.parametrize(
-    ("name", "candidate", "expected"),
-    [
-        ("infinite loop", GOOD + "while True:\n    pass\n", {"timeout"}),
-        ("sleeping", GOOD + "import time\ntime.sleep(60)\n", {"timeout"}),
-        ("fork bomb", GOOD + "import os\nwhile True:\n    os.fork()\n", {"forbidden_operation"}),
-        (
-            "subprocess",
-            GOOD + "import subprocess\nsubprocess.run(['true'])\n",
-            {"forbidden_operation"},
-        ),
-        ("os.system", GOOD + "import os\nos.system('true')\n", {"forbidden_operation"}),
-        ("memory bomb", GOOD + "x = bytearray(10**10)\n", {"memory_limit"}),
-        (
-            "growing memory",
-            GOOD + "x = []\nwhile True:\n    x.append(' ' * 10**6)\n",
-            {"memory_limit"},
-        ),
-        ("read /etc/passwd", GOOD + "open('/etc/passwd').read()\n", {"forbidden_operation"}),
-        ("list /", GOOD + "import os\nos.listdir('/')\n", {"forbidden_operation"}),
-        (
-            "escape by chdir",
-            GOOD + "import os\nos.chdir('/etc')\nopen('passwd')\n",
-            {"forbidden_operation"},
-        ),
-        (
-            "socket",
-            GOOD + "import socket\nsocket.create_connection(('1.1.1.1', 80))\n",
-            {"forbidden_operation"},
-        ),
-        ("raw _socket", GOOD + "import _socket\n_socket.socket()\n", {"forbidden_operation"}),
-        (
-            "kill the parent",
-            GOOD + "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n",
-            {"forbidden_operation"},
-        ),
-        (
-            "kill everyone",
-            GOOD + "import os, signal\nos.kill(-1, signal.SIGKILL)\n",
-            {"forbidden_operation"},
-        ),
-        (
-            "huge file",
-            GOOD + "with open('big', 'wb') as f:\n    while True:\n        f.write(b'x' * 2**20)\n",
-            {"file_size_limit"},
-        ),
-        (
-            "huge stdout",
-            GOOD + "while True:\n    print('x' * 100000)\n",
-            {"file_size_limit", "timeout"},
-        ),
-        (
-            "file descriptors",
-            GOOD + "fs = [open('f%d' % i, 'w') for i in range(10000)]\n",
-            {"open_files_limit"},
-        ),
-        ("exit before the tests", GOOD + "import sys\nsys.exit(0)\n", {"exited_early"}),
-        ("hard exit before the tests", GOOD + "import os\nos._exit(0)\n", {"crashed"}),
-        ("ctypes", GOOD + "import ctypes\n", {"forbidden_operation"}),
-        (
-            "frame walking",
-            GOOD + "import sys\nsys._getframe(1).f_locals\n",
-            {"forbidden_operation"},
-        ),
-        (
-            "traceback frames",
-            GOOD + "try:\n    1/0\nexcept Exception as e:\n    e.__traceback__.tb_frame.f_back\n",
-            {"forbidden_operation"},
-        ),
-        ("gc walking", GOOD + "import gc\ngc.get_objects()\n", {"forbidden_operation"}),
-        (
-            "swallowed refusal",
-            GOOD + "try:\n    open('/etc/hostname')\nexcept Exception:\n    pass\n",
-            {"forbidden_operation"},
-        ),
-        (
-            "segfault",
-            GOOD
-            + "import sys\nsys.setrecursionlimit(10**9)\ndef f(n):\n    return f(n + 1)\nf(0)\n",
-            {"crashed", "memory_limit", "load_error", "timeout"},
-        ),
-    ],
-)
-def test_hostile_code_is_contained(name: str, candidate: str, expected: set[str]) -> None:
-    report = run_tests(candidate, ADD_TESTS, entry_point="add", limits=FAST)
-    assert report.outcome in expected, (name, report)
-    assert not report.passed
-
-
-@pytest.mark.parametrize(
-    "candidate",
-    [
-        # Redefining the test harness's names: the tests' own definitions come later and win.
-        GOOD.replace("a + b", "0") + "def check(candidate):\n    pass\n",
-        # Patching builtins that the tests rely on.
-        GOOD.replace("a + b", "0")
-        + "import builtins\nbuiltins.AssertionError = type('X', (Exception,), {})\n",
-        "import builtins\ndef add(a, b):\n    builtins.abs = lambda x: 0\n    return 0\n",
-        # An answer that equals everything.
-        "class Yes:\n    def __eq__(self, other):\n        return True\n"
-        "def add(a, b):\n    return Yes()\n",
-        # Forging a report on every descriptor it can guess.
-        GOOD.replace("a + b", "0")
-        + 'import os\nfor fd in range(3, 1000):\n    try:\n        os.write(fd, b\'{"nonce": "x", "tests": [], "loaded": true}\\n\')\n    except OSError:\n        pass\n',  # noqa: E501
-    ],
-)
-def test_the_harness_cannot_be_tricked_into_a_pass(candidate: str) -> None:
-    tests = (
-        "def check(candidate):\n"
-        "    assert candidate(1, 2) == 3\n"
-        "    assert abs(candidate(1, 2) - 3) < 0.5\n"
+def test_classes_generators_and_in_place_changes_work_through_the_boundary() -> None:
+    candidate = (
+        "class Stack:\n"
+        "    def __init__(self):\n        self.items = []\n"
+        "    def push(self, x):\n        self.items.append(x)\n"
+        "    def pop(self):\n        return self.items.pop()\n"
+        "    def __len__(self):\n        return len(self.items)\n"
+        "    def __eq__(self, other):\n        return self.items == other.items\n"
+        "def countdown(n):\n    while n:\n        yield n\n        n -= 1\n"
+        "def sort_in_place(values):\n    values.sort()\n"
+        "LIMIT = {'a': (1, 2.5), 'b': {3, 4}, 'c': b'xy', 'd': 1j}\n"
     )
-    report = run_tests(candidate, tests, entry_point="add", limits=FAST)
-    assert not report.passed, report
+    tests = (
+        "s = Stack()\ns.push(1)\ns.push(2)\n"
+        "assert s.pop() == 2\nassert len(s) == 1\nassert s.items == [1]\n"
+        "t = Stack()\nt.push(1)\nassert s == t\n"
+        "assert list(countdown(3)) == [3, 2, 1]\n"
+        "values = [3, 1, 2]\nsort_in_place(values)\nassert values == [1, 2, 3]\n"
+        "assert LIMIT == {'a': (1, 2.5), 'b': {3, 4}, 'c': b'xy', 'd': 1j}\n"
+    )
+    report = run_tests(candidate, tests, limits=FAST)
+    assert report.passed, report
 
 
-def test_the_sandbox_directory_is_removed_and_the_parent_survives(tmp_path: object) -> None:
-    before = set(os.listdir("/tmp"))
-    run_tests(GOOD + "open('left_behind', 'w').write('x')\n", ADD_TESTS, entry_point="add")
-    assert {n for n in set(os.listdir("/tmp")) - before if n.startswith("dialab-sandbox-")} == set()
-    assert os.getpid() > 0  # still here
+def test_the_candidates_exceptions_can_be_expected_by_the_tests() -> None:
+    candidate = (
+        "class Bad(ValueError):\n    pass\n"
+        "def parse(text):\n    if not text:\n        raise Bad('empty')\n    return int(text)\n"
+    )
+    tests = (
+        "def test_raises():\n"
+        "    try:\n        parse('')\n    except ValueError as error:\n"
+        "        assert 'empty' in str(error)\n"
+        "    else:\n        raise AssertionError('no error')\n"
+        "assert parse('12') == 12\n"
+    )
+    assert run_tests(candidate, tests, limits=FAST).passed
+
+
+def test_an_object_from_the_candidate_never_equals_plain_data() -> None:
+    candidate = (
+        "class Yes:\n    def __eq__(self, other):\n        return True\n"
+        "def make():\n    return Yes()\n"
+    )
+    report = run_tests(candidate, "assert make() == 3\n", limits=FAST)
+    assert report.outcome == "tests_failed"
+
+
+def test_the_entry_point_must_return_plain_data() -> None:
+    candidate = "class Box:\n    pass\ndef add(a, b):\n    return Box()\n"
+    report = run_tests(candidate, "def check(f):\n    f(1, 2)\n", entry_point="add")
+    assert report.outcome == "tests_failed"
+    assert "not plain data" in (report.tests[0].error or "")
+
+
+@pytest.mark.parametrize(
+    ("candidate", "expected"),
+    [
+        (GOOD + "while True:\n    pass\n", "timeout"),
+        (GOOD + "import time\ntime.sleep(60)\n", "timeout"),
+        (GOOD + "x = bytearray(10**10)\n", "memory_limit"),
+        (GOOD + "x = []\nwhile True:\n    x.append(' ' * 10**6)\n", "memory_limit"),
+        (
+            GOOD + "with open('big', 'wb') as f:\n    while True:\n        f.write(b'x' * 2**20)\n",
+            "file_size_limit",
+        ),
+        (GOOD + "while True:\n    print('x' * 100000)\n", "file_size_limit"),
+        (GOOD + "fs = [open('f%d' % i, 'w') for i in range(10000)]\n", "open_files_limit"),
+        (GOOD + "import sys\nsys.exit(0)\n", "exited_early"),
+        (GOOD + "import os\nos._exit(0)\n", "exited_early"),
+        ("def add(a, b):\n    import sys\n    sys.exit(0)\n", "exited_early"),
+        ("def add(a, b):\n    import os\n    os._exit(0)\n", "exited_early"),
+        ("def add(a, b):\n    return bytearray(10**10)\n", "memory_limit"),
+        ("syntax error(\n", "load_error"),
+    ],
+)
+def test_limits_end_the_attempt_with_their_cause(candidate: str, expected: str) -> None:
+    assert outcome(candidate) == expected
+
+
+def test_many_files_fill_the_size_capped_tmpfs_and_fail() -> None:
+    candidate = (
+        GOOD + "i = 0\nwhile True:\n    open('f%d' % i, 'wb').write(b'x' * 2**20)\n    i += 1\n"
+    )
+    report = run_tests(candidate, ADD_TESTS, entry_point="add", limits=FAST)
+    assert report.outcome == "load_error"
+    assert "No space left on device" in (report.load_error or "")
 
 
 def test_stdlib_imports_work_inside() -> None:
     candidate = (
-        "import math, re, hashlib, itertools, collections\n"
+        "import math, re, hashlib, itertools, collections, json, decimal, fractions, heapq\n"
         "def add(a, b):\n    return int(math.fsum([a, b]))\n"
     )
-    assert run_tests(candidate, ADD_TESTS, entry_point="add", limits=FAST).passed
+    assert outcome(candidate) == "passed"
+
+
+def test_output_is_shown_in_the_report() -> None:
+    report = run_tests(GOOD + "print('hello from the candidate')\n", ADD_TESTS, entry_point="add")
+    assert "hello from the candidate" in report.stdout_tail
 
 
 def test_missing_entry_point_fails() -> None:
-    assert run_tests("x = 1\n", ADD_TESTS, entry_point="add", limits=FAST).outcome == "tests_failed"
+    assert outcome("x = 1\n") == "tests_failed"
+
+
+def test_tests_that_test_nothing_fail() -> None:
+    assert outcome(GOOD, tests="x = 1\n") == "tests_failed"
 
 
 def test_limits_are_validated() -> None:
     with pytest.raises(ValueError, match="memory_mb"):
         SandboxLimits(memory_mb=1)
+
+
+# --- the wire format ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        2**100,
+        -0.5,
+        "é\udcff",
+        [1, (2, 3)],
+        {1: {"a": frozenset({1})}},
+        {1, 2},
+        b"\x00\xff",
+        1 + 2j,
+    ],
+)
+def test_plain_data_round_trips(value: object) -> None:
+    assert harness.decode(harness.encode(value), lambda n: n) == value
+
+
+def test_nan_and_infinity_round_trip() -> None:
+    decoded = harness.decode(harness.encode([float("inf"), float("nan")]), lambda n: n)
+    assert decoded[0] == float("inf") and decoded[1] != decoded[1]
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        {"list": 1},
+        {"set": [{"list": []}]},  # unhashable
+        {"dict": [[1]]},
+        {"evil": []},
+        {"list": [], "tuple": []},
+        {"bytes": "zz"},
+        [1, 2],
+    ],
+)
+def test_malformed_values_are_protocol_errors(wire: object) -> None:
+    with pytest.raises(harness.ProtocolError):
+        harness.decode(wire, lambda n: n)
+
+
+def test_deep_values_are_refused_both_ways() -> None:
+    deep: list[object] = []
+    for _ in range(harness.MAX_DEPTH + 5):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested"):
+        harness.encode(deep)
+    wire: object = 1
+    for _ in range(harness.MAX_DEPTH + 5):
+        wire = {"list": [wire]}
+    with pytest.raises(harness.ProtocolError, match="nested"):
+        harness.decode(wire, lambda n: n)
+
+
+def test_frames_over_the_limit_are_refused() -> None:
+    reader, writer = os.pipe()
+    try:
+        os.write(writer, struct.pack(">I", harness.MAX_FRAME_BYTES + 1))
+        with pytest.raises(harness.ProtocolError, match="limit"):
+            harness.receive(reader)
+    finally:
+        os.close(reader)
+        os.close(writer)
+
+
+# --- the isolation ------------------------------------------------------------------------------
+
+
+def test_the_seccomp_filter_is_well_formed() -> None:
+    program = compiled_filter("x86_64")
+    assert program is not None
+    assert len(program) % 8 == 0
+    # architecture check, x32 check, one comparison per denied call, allow, deny
+    assert len(program) // 8 == 4 + 1 + len(denied_calls()) + 2
+    assert compiled_filter("sparc") is None
+    assert compiled_filter(platform.machine()) is not None or platform.machine() not in (
+        "x86_64",
+        "aarch64",
+    )
+
+
+def test_a_denied_system_call_fails_with_eperm_inside() -> None:
+    candidate = (
+        "import ctypes, errno\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "RESULT = [libc.syscall(number, 0, 0, 0) for number in (101, 425)]\n"  # ptrace, io_uring
+        "ERRNO = ctypes.get_errno()\n"
+    )
+    if platform.machine() != "x86_64":
+        pytest.skip("the numbers above are x86-64's")
+    report = run_tests(candidate, "assert RESULT == [-1, -1]\nassert ERRNO == 1\n", limits=FAST)
+    assert report.passed, report
+
+
+def test_without_bubblewrap_nothing_runs_and_the_error_says_how_to_enable_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it
+    isolation_module._isolation.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
+            run_tests(GOOD, ADD_TESTS, entry_point="add")
+    finally:
+        monkeypatch.undo()
+        isolation_module._isolation.cache_clear()
+
+
+def test_the_explicit_unsandboxed_mode_runs_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIALAB_SANDBOX", "none")
+    report = run_tests(GOOD, ADD_TESTS, entry_point="add", limits=FAST)
+    assert report.passed
+    assert report.isolation == "none"
+
+
+def test_a_misspelt_mode_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIALAB_SANDBOX", "bubblewarp")
+    with pytest.raises(ValueError, match="DIALAB_SANDBOX"):
+        current_isolation()

@@ -1,0 +1,250 @@
+"""Where a sandboxed process runs: inside bubblewrap, or, only when someone asks, without it.
+
+The boundary is the operating system, set up by bubblewrap (Debian package ``bubblewrap``, the
+tool Flatpak uses): each process gets fresh user, PID, network, IPC, UTS and cgroup namespaces
+(no network at all, not even loopback), no new user namespaces inside, uid and gid 65534, a
+read-only view of ``/usr`` and the interpreter's prefix with every site-packages directory
+masked, a private size-capped tmpfs as its only writable place, a read-only minimal ``/dev``, no
+``/proc``, no ``/etc``, no
+environment, no descriptors but the ones handed over, a seccomp deny list (``seccomp.py``), and
+it dies with its parent. A worker running as root starts bubblewrap as user 65534 ("nobody"),
+so nothing in the sandbox is root on the host, not even through the user namespace's mapping.
+
+``DIALAB_SANDBOX`` chooses the mode: ``bubblewrap`` (the default) or ``none``. With ``none`` the
+processes run directly under the worker's own user, with resource limits and a cleared
+environment but no boundary: for code you trust (your own tests of the tool), never for model
+output. Every report says which mode made it. Where bubblewrap is missing or cannot start, the
+default mode refuses to run anything and ``SandboxUnavailable`` says how to enable it.
+
+``DIALAB_SANDBOX_PYTHON`` names the interpreter run inside the sandbox. By default the worker's
+own base interpreter is tried, then the system's ``python3``: the sandbox user must be able to
+read it (a pyenv interpreter under a private home directory is not readable by "nobody").
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from models_gpu.sandbox.seccomp import compiled_filter
+
+MODE_VARIABLE = "DIALAB_SANDBOX"
+PYTHON_VARIABLE = "DIALAB_SANDBOX_PYTHON"
+Mode = Literal["bubblewrap", "none"]
+MODES: tuple[Mode, ...] = ("bubblewrap", "none")
+NOBODY = 65534
+SANDBOX_HOME = "/tmp"
+ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": SANDBOX_HOME}
+HOW_TO_ENABLE = (
+    "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+    "bubblewrap) and allow unprivileged user namespaces (in a container: run the worker with "
+    "seccomp and AppArmor profiles that permit them, see the README's 'Running workers in "
+    "production'). Only for code you trust, DIALAB_SANDBOX=none runs it without a sandbox."
+)
+# What the interpreter reports about itself: where its files are and which directories hold
+# installed packages (to be masked). Run with -I, outside the sandbox, before any untrusted code.
+_DESCRIBE_INTERPRETER = (
+    "import json, site, sys, sysconfig\n"
+    "paths = sysconfig.get_paths()\n"
+    "sites = site.getsitepackages() + [paths['purelib'], paths['platlib']]\n"
+    "print(json.dumps({'executable': sys.executable, 'prefix': sys.base_prefix,\n"
+    "                  'exec_prefix': sys.base_exec_prefix, 'site_dirs': sites}))\n"
+)
+# Enough of the standard library to run the harness.
+_SMOKE_TEST = "import ast, json, resource, traceback"
+
+
+class SandboxUnavailable(RuntimeError):
+    """Model-written code cannot be run here safely, and the configuration does not allow it."""
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How to start one sandboxed Python process on this machine."""
+
+    mode: Mode
+    python: str
+    mounts: tuple[str, ...] = ()  # bubblewrap arguments that build the filesystem view
+    bwrap: str = ""
+
+    def start(
+        self,
+        *,
+        arguments: list[str],
+        pass_fds: tuple[int, ...],
+        stdout: IO[bytes] | int,
+        stderr: IO[bytes] | int,
+        tmpfs_mb: int,
+        scratch_dir: Path,
+    ) -> subprocess.Popen[bytes]:
+        """Start ``python -I -S -B ARGUMENTS`` with a pipe on stdin for its job."""
+        interpreter = [self.python, "-I", "-S", "-B", *arguments]
+        if self.mode == "none":
+            return subprocess.Popen(
+                interpreter,
+                stdin=subprocess.PIPE,
+                stdout=stdout,
+                stderr=stderr,
+                pass_fds=pass_fds,
+                cwd=scratch_dir,
+                env={**ENVIRONMENT, "HOME": str(scratch_dir)},
+                start_new_session=True,  # its own process group, so one killpg ends all it started
+            )
+        seccomp_fd = _seccomp_descriptor()
+        try:
+            command = [self.bwrap, *self._namespaces(tmpfs_mb)]
+            if seccomp_fd is not None:
+                command += ["--seccomp", str(seccomp_fd)]
+            extra_fds = () if seccomp_fd is None else (seccomp_fd,)
+            return subprocess.Popen(
+                [*command, *interpreter],
+                stdin=subprocess.PIPE,
+                stdout=stdout,
+                stderr=stderr,
+                pass_fds=(*pass_fds, *extra_fds),
+                cwd="/",
+                env={},
+                **_as_nobody_when_root(),
+            )
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
+
+    def _namespaces(self, tmpfs_mb: int) -> list[str]:
+        return [
+            "--unshare-all",
+            "--unshare-user",  # --unshare-all only tries it; it must happen
+            "--disable-userns",
+            "--uid",
+            str(NOBODY),
+            "--gid",
+            str(NOBODY),
+            "--die-with-parent",
+            "--new-session",  # no TIOCSTI into a terminal the worker may have
+            "--clearenv",
+            *[arg for name, value in ENVIRONMENT.items() for arg in ("--setenv", name, value)],
+            *self.mounts,
+            "--dev",  # null, zero, urandom...: read-only below, or /dev/shm is an unbounded tmpfs
+            "/dev",
+            "--remount-ro",
+            "/dev",
+            "--size",
+            str(tmpfs_mb * 1024 * 1024),
+            "--tmpfs",
+            SANDBOX_HOME,
+            "--chdir",
+            SANDBOX_HOME,
+            "--remount-ro",
+            "/",
+        ]
+
+
+def _as_nobody_when_root() -> dict[str, Any]:
+    if os.geteuid() != 0:
+        return {}
+    return {"user": NOBODY, "group": NOBODY, "extra_groups": []}
+
+
+def _seccomp_descriptor() -> int | None:
+    """A fresh descriptor holding the filter: bwrap reads it to the end, so none is shared."""
+    program = compiled_filter()
+    if program is None:
+        return None
+    fd = os.memfd_create("dialab-seccomp", 0)
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def configured_mode() -> Mode:
+    value = os.environ.get(MODE_VARIABLE, "bubblewrap").strip() or "bubblewrap"
+    if value not in MODES:
+        raise ValueError(f"{MODE_VARIABLE}={value!r}: expected one of {', '.join(MODES)}")
+    return value
+
+
+def current_isolation() -> Isolation:
+    """The way this machine runs sandboxed processes, per ``DIALAB_SANDBOX`` (checked once)."""
+    return _isolation(configured_mode(), os.environ.get(PYTHON_VARIABLE, ""))
+
+
+@functools.cache
+def _isolation(mode: Mode, python: str) -> Isolation:
+    if mode == "none":
+        return Isolation("none", python or sys.executable)
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed. {HOW_TO_ENABLE}")
+    failures = []
+    for interpreter in [python] if python else _default_interpreters():
+        try:
+            candidate = Isolation("bubblewrap", interpreter, _mounts(interpreter), bwrap)
+            _smoke_test(candidate)
+        except (OSError, ValueError, subprocess.SubprocessError) as error:
+            failures.append(f"{interpreter}: {error}")
+            continue
+        return candidate
+    raise SandboxUnavailable(
+        "bubblewrap could not start a sandbox: " + "; ".join(failures) + f". {HOW_TO_ENABLE}"
+    )
+
+
+def _default_interpreters() -> list[str]:
+    found = [os.path.realpath(sys.executable), shutil.which("python3") or "", "/usr/bin/python3"]
+    unique = dict.fromkeys(
+        os.path.realpath(path) for path in found if path and os.path.exists(path)
+    )
+    return list(unique)
+
+
+def _mounts(interpreter: str) -> tuple[str, ...]:
+    """Read-only binds for /usr and the interpreter's prefix, site-packages masked."""
+    described = subprocess.run(
+        [interpreter, "-I", "-c", _DESCRIBE_INTERPRETER],
+        capture_output=True,
+        timeout=30,
+        check=True,
+        env=ENVIRONMENT,
+    )
+    facts = json.loads(described.stdout)
+    mounts = ["--ro-bind", "/usr", "/usr"]
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):  # merged /usr or not
+        path = Path("/") / top
+        if path.is_symlink():
+            mounts += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            mounts += ["--ro-bind", str(path), str(path)]
+    for prefix in {facts["prefix"], facts["exec_prefix"]}:
+        if not _inside(prefix, "/usr"):
+            mounts += ["--ro-bind", prefix, prefix]
+    for site_dir in sorted(set(facts["site_dirs"])):
+        if os.path.isdir(site_dir):
+            mounts += ["--tmpfs", site_dir, "--remount-ro", site_dir]
+    return tuple(mounts)
+
+
+def _inside(path: str, root: str) -> bool:
+    return (os.path.realpath(path) + os.sep).startswith(root + os.sep)
+
+
+def _smoke_test(candidate: Isolation) -> None:
+    with open(os.devnull, "wb") as sink:
+        process = candidate.start(
+            arguments=["-c", _SMOKE_TEST],
+            pass_fds=(),
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            tmpfs_mb=1,
+            scratch_dir=Path("/"),
+        )
+        _, error = process.communicate(b"", timeout=30)
+    if process.returncode != 0:
+        message = error.decode("utf-8", errors="replace").strip().splitlines()
+        raise ValueError(message[-1] if message else f"exit status {process.returncode}")
