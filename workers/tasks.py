@@ -50,8 +50,8 @@ def verify_probe(probe_id: int) -> None:
     probe = VerifierProbe.objects.get(pk=probe_id)
     try:
         verdict = verify(task_spec(task_payload(task_id=probe.task_id)), probe.response)
-    # A task the verifier cannot use, or a worker that cannot run code safely: say why.
     except (ValueError, SandboxUnavailable) as error:
+        # A task the verifier cannot use, or a worker that cannot run code safely: say why.
         probe_record(probe_id=probe_id, verdict=None, error=str(error))
         return
     probe_record(probe_id=probe_id, verdict=verdict_row(verdict))

@@ -29,19 +29,23 @@ copied back into the tests' object after the call, so in-place functions can be 
 
 from __future__ import annotations
 
-import ast
 import builtins
 import errno
 import json
-import linecache
 import os
 import resource
 import sys
-import traceback
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
 
-_T = TypeVar("_T")
+# Every process of every verification imports this file: only what both sides need is imported
+# here (``typing`` alone would cost milliseconds); ``ast``, ``traceback`` and ``linecache`` are
+# imported where they are used.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import ast
+    from collections.abc import Callable, Iterator
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
 
 MAX_FRAME_BYTES = 32 * 1024 * 1024
 MAX_DEPTH = 200
@@ -204,13 +208,21 @@ def _set_limits(limits: dict[str, int]) -> None:
             resource.setrlimit(which, (min(soft, current), current))
 
 
+_SOURCES: dict[str, str] = {}
+
+
 def _show_source(filename: str, source: str) -> None:
     """Let tracebacks quote the lines of ``filename`` (compiled from a string, so not on disk)."""
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    _SOURCES[filename] = source
 
 
 def _describe(error: BaseException, filenames: tuple[str, ...]) -> str:
     """ "Where and what": the traceback's lines in the candidate's or the tests' source only."""
+    import linecache
+    import traceback
+
+    for filename, source in _SOURCES.items():
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:
         frames = [
             frame
@@ -645,6 +657,8 @@ def _run_tests(
             message = f"NameError: the code defines no function {entry_point!r}"
             return [{"name": "load", "passed": False, "error": message, "limit": None}]
         namespace[entry_point] = _plain_data_only(function)
+    import ast
+
     _show_source("<tests>", tests)
     try:
         module = ast.parse(tests, "<tests>")
@@ -702,6 +716,8 @@ def _describe_test_failure(error: BaseException) -> str:
 
 
 def _statement_name(tests: str, statement: ast.stmt) -> str:
+    import ast
+
     segment = ast.get_source_segment(tests, statement) or ""
     return f"line {statement.lineno}: {segment.splitlines()[0] if segment else 'assert'}"
 

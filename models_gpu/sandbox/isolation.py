@@ -29,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -41,6 +42,7 @@ Mode = Literal["bubblewrap", "none"]
 MODES: tuple[Mode, ...] = ("bubblewrap", "none")
 NOBODY = 65534
 SANDBOX_HOME = "/tmp"
+CODE_MOUNT = "/sandbox-code"  # where ``start``'s read-only code directory appears inside
 ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": SANDBOX_HOME}
 HOW_TO_ENABLE = (
     "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
@@ -77,34 +79,39 @@ class Isolation:
     def start(
         self,
         *,
+        code: str,
+        code_dir: Path,
         arguments: list[str],
         pass_fds: tuple[int, ...],
         stdout: IO[bytes] | int,
         stderr: IO[bytes] | int,
         tmpfs_mb: int,
-        scratch_dir: Path,
+        home: Path,
     ) -> subprocess.Popen[bytes]:
-        """Start ``python -I -S -B ARGUMENTS`` with a pipe on stdin for its job."""
-        interpreter = [self.python, "-I", "-S", "-B", *arguments]
+        """Start ``python -I -S -B -c CODE CODE_DIR ARGUMENTS``, with a pipe on stdin for its job.
+
+        ``code_dir`` is visible inside, read-only, at the path passed as ``sys.argv[1]``.
+        ``home`` is the working directory of the unsandboxed mode (bubblewrap has its tmpfs).
+        """
         if self.mode == "none":
             return subprocess.Popen(
-                interpreter,
+                [self.python, "-I", "-S", "-B", "-c", code, str(code_dir), *arguments],
                 stdin=subprocess.PIPE,
                 stdout=stdout,
                 stderr=stderr,
                 pass_fds=pass_fds,
-                cwd=scratch_dir,
-                env={**ENVIRONMENT, "HOME": str(scratch_dir)},
+                cwd=home,
+                env={**ENVIRONMENT, "HOME": str(home)},
                 start_new_session=True,  # its own process group, so one killpg ends all it started
             )
         seccomp_fd = _seccomp_descriptor()
         try:
-            command = [self.bwrap, *self._namespaces(tmpfs_mb)]
+            command = [self.bwrap, *self._namespaces(tmpfs_mb, code_dir)]
             if seccomp_fd is not None:
                 command += ["--seccomp", str(seccomp_fd)]
             extra_fds = () if seccomp_fd is None else (seccomp_fd,)
             return subprocess.Popen(
-                [*command, *interpreter],
+                [*command, self.python, "-I", "-S", "-B", "-c", code, CODE_MOUNT, *arguments],
                 stdin=subprocess.PIPE,
                 stdout=stdout,
                 stderr=stderr,
@@ -117,7 +124,7 @@ class Isolation:
             if seccomp_fd is not None:
                 os.close(seccomp_fd)
 
-    def _namespaces(self, tmpfs_mb: int) -> list[str]:
+    def _namespaces(self, tmpfs_mb: int, code_dir: Path) -> list[str]:
         return [
             "--unshare-all",
             "--unshare-user",  # --unshare-all only tries it; it must happen
@@ -141,6 +148,9 @@ class Isolation:
             SANDBOX_HOME,
             "--chdir",
             SANDBOX_HOME,
+            "--ro-bind",
+            str(code_dir),
+            CODE_MOUNT,
             "--remount-ro",
             "/",
         ]
@@ -235,14 +245,17 @@ def _inside(path: str, root: str) -> bool:
 
 
 def _smoke_test(candidate: Isolation) -> None:
-    with open(os.devnull, "wb") as sink:
+    with tempfile.TemporaryDirectory() as empty, open(os.devnull, "wb") as sink:
+        os.chmod(empty, 0o755)  # readable by the sandbox's user
         process = candidate.start(
-            arguments=["-c", _SMOKE_TEST],
+            code=_SMOKE_TEST,
+            code_dir=Path(empty),
+            arguments=[],
             pass_fds=(),
             stdout=sink,
             stderr=subprocess.PIPE,
             tmpfs_mb=1,
-            scratch_dir=Path("/"),
+            home=Path(empty),
         )
         _, error = process.communicate(b"", timeout=30)
     if process.returncode != 0:
