@@ -8,7 +8,10 @@ broker under the data directory, so a laptop needs nothing but the Python packag
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
+
+from csp.constants import NONE, SELF
 
 from webapp.envconfig import (
     broker_url,
@@ -39,6 +42,25 @@ if env_bool("DIALAB_HTTPS", False):
     SECURE_SSL_REDIRECT = True
     SECURE_HSTS_SECONDS = env_int("DIALAB_HSTS_SECONDS", 3600)
 
+# Content-Security-Policy (django-csp): scripts, styles, fonts and fetches come only from this
+# site's own static files and URLs, so markup that slips into a page can neither run script nor
+# reach another origin. No inline script and no eval: htmx runs with allowEval off (base.html)
+# and charts are drawn by static/dialab/charts.js from JSON data, not by inline <script>. No
+# inline style either (templates use classes from dialab.css); the run page alone admits the
+# stylesheets plotly.js writes, by their hashes (webapp.core.plotly_csp).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
 INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -47,7 +69,9 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    "axes",
     "django_htmx",
+    "csp",
     "template_partials",
     "webapp.core",
     "webapp.accounts",
@@ -71,7 +95,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes requires: turns a locked-out login attempt into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -116,6 +143,28 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# Login throttle (django-axes): after DIALAB_LOGIN_FAILURE_LIMIT wrong passwords for one username
+# from one address, that pair is refused, right password or not, until DIALAB_LOGIN_COOLOFF_MINUTES
+# pass with no further attempt. Keyed on the pair so that one user's typos never lock out
+# another person, nor the same person on another machine. Unlock sooner with
+# `manage.py axes_reset_username NAME`.
+AUTHENTICATION_BACKENDS = [
+    # First, so a locked-out pair is refused before any password is checked. It logs no one in
+    # itself, so force_login (tests) goes on using ModelBackend.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("DIALAB_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("DIALAB_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# A successful login clears that pair's earlier failures, so occasional typos never add up.
+AXES_RESET_ON_SUCCESS = True
+# No table of every successful login: nothing in Dialab reads it, and it would only grow.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_LOCKOUT_CALLABLE = "webapp.accounts.views.login_locked_out"
+# No "AXES: BEGIN ..." banner from every process and management command at start-up.
+AXES_VERBOSE = False
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -145,7 +194,21 @@ MEDIA_ROOT = DATA_DIR / "media"
 MEDIA_URL = "media/"  # never served: uploads are read by workers, not downloaded
 # Largest accepted task upload; bigger files are refused before anything is imported.
 DIALAB_MAX_UPLOAD_BYTES = env_int("DIALAB_MAX_UPLOAD_MB", 512, minimum=1) * 1024 * 1024
+# Bounds on parsing untrusted task data (webapp.tasks.bounds), so that no upload can make the
+# web process or a worker recurse or grow without end: JSON nesting depth; one record (a JSONL
+# line, a JSON item, a CSV row), which is all a reader holds in memory at a time; and one task
+# field (a prompt, an answer, the tests), in imports and in the task editor alike.
+DIALAB_MAX_JSON_DEPTH = env_int("DIALAB_MAX_JSON_DEPTH", 100, minimum=1)
+DIALAB_MAX_RECORD_BYTES = env_int("DIALAB_MAX_RECORD_MB", 8, minimum=1) * 1024 * 1024
+DIALAB_MAX_FIELD_CHARS = env_int("DIALAB_MAX_FIELD_CHARS", 1_000_000, minimum=1)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # larger uploads stream to a temporary file
+# Nothing past DIALAB_MAX_UPLOAD_BYTES is stored, in memory or on disk (task imports are the
+# only file uploads; a new kind with another limit needs its own check).
+FILE_UPLOAD_HANDLERS = [
+    "webapp.tasks.upload_handlers.UploadSizeLimitHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 # --- Celery -----------------------------------------------------------------------------------
 # The embedded default still runs a real worker process; the broker is a folder of files.
@@ -180,9 +243,37 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # How often a running job records that it is alive (the run page and a sweeper read it).
 DIALAB_HEARTBEAT_SECONDS = env_int("DIALAB_HEARTBEAT_SECONDS", 5, minimum=1)
 
+# Values of these environment variables are redacted from every log line, besides those named
+# like keys, tokens, secrets or passwords (webapp.core.redaction): e.g. an api_key_env "MY_LLM".
+DIALAB_REDACT_ENV = env_list("DIALAB_REDACT_ENV", [])
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # On every handler, so no library's line (httpx logs each request's full URL) shows a secret.
+    # The Celery worker replaces the root handlers with its own: workers/celery.py filters those.
+    "filters": {"redact_secrets": {"()": "webapp.core.redaction.SecretRedactingFilter"}},
+    "formatters": {
+        "django.server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        }
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["redact_secrets"]},
+        "django.server": {
+            "class": "logging.StreamHandler",
+            "formatter": "django.server",
+            "filters": ["redact_secrets"],
+        },
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        # Django's default logging gives these loggers unfiltered handlers of their own (which
+        # print before the root handler could redact): "django" now writes through the root
+        # handler only, and runserver's request lines (query strings included) are filtered.
+        "django": {"level": "INFO"},
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
+    },
 }

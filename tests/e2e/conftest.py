@@ -129,19 +129,51 @@ def browser() -> Iterator[object]:
         chromium.close()
 
 
+# Reports every Content-Security-Policy violation of every page the context opens (the listener
+# is installed before any page script runs, and survives navigations) to the test.
+REPORT_CSP_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", function (event) {
+  window.dialabReportCspViolation(
+    event.effectiveDirective + " blocked " + (event.blockedURI || "inline") + " on " +
+    event.documentURI + (event.sample ? " (" + event.sample + ")" : "")
+  );
+});
+"""
+
+
 @pytest.fixture
 def page(browser, live_server) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    """A page in a fresh context. The test fails if any page it opened broke the
+    Content-Security-Policy: a violation is a feature the policy silently switched off."""
     context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
+    violations: list[str] = []
+
+    def on_violation(report: str) -> None:
+        violations.append(report)
+
+    context.expose_function("dialabReportCspViolation", on_violation)
+    context.add_init_script(REPORT_CSP_VIOLATIONS)
     page = context.new_page()
+
+    def on_console(message) -> None:  # type: ignore[no-untyped-def]
+        # Chromium logs each violation too: this hears those no document listener can (a worker's).
+        if "Content Security Policy" in message.text:
+            violations.append(f"console {message.type}: {message.text}")
+
+    context.on("console", on_console)
     yield page
     context.close()
+    if violations:
+        pytest.fail("Content-Security-Policy violations:\n" + "\n".join(violations))
 
 
-def wait_until(condition, timeout: float = 60, interval: float = 0.2) -> None:  # type: ignore[no-untyped-def]
+def wait_until(condition, timeout: float = 60, interval: float = 0.2, message=None) -> None:  # type: ignore[no-untyped-def]
+    """Poll ``condition``; past ``timeout``, fail with ``message()`` (e.g. a worker's output)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s")
+    detail = f":\n{message()}" if message is not None else ""
+    raise AssertionError(f"condition not met within {timeout}s{detail}")

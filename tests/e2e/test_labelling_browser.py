@@ -40,7 +40,9 @@ def login(page, username: str, path: str) -> None:  # type: ignore[no-untyped-de
 
 
 def wait_saved(page) -> None:  # type: ignore[no-untyped-def]
-    page.wait_for_function("document.getElementById('save-status').dataset.state === 'saved'")
+    # A function, not an expression: Playwright evals an expression on each poll, which the
+    # page's Content-Security-Policy refuses.
+    page.wait_for_function("() => document.getElementById('save-status').dataset.state === 'saved'")
 
 
 def test_two_annotators_label_a_queue_with_the_keyboard(page) -> None:  # type: ignore[no-untyped-def]

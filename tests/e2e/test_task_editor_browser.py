@@ -46,3 +46,18 @@ def test_author_writes_previews_and_tries_a_code_task(page, worker) -> None:  # 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "task-editor-try-it.png"), full_page=True)
     assert worker.process.poll() is None, "hostile code did not take the worker down"
+
+    # Deleting asks first (static/dialab/confirm.js): dismissed, the task stays; accepted, it goes.
+    questions: list[str] = []
+
+    def answer(dialog, accept: bool) -> None:  # type: ignore[no-untyped-def]
+        questions.append(dialog.message)
+        dialog.accept() if accept else dialog.dismiss()
+
+    page.once("dialog", lambda dialog: answer(dialog, accept=False))
+    page.click("button:has-text('Delete task')")
+    assert questions == ["Delete this task?"] and Task.objects.exists()
+    page.once("dialog", lambda dialog: answer(dialog, accept=True))
+    page.click("button:has-text('Delete task')")
+    page.wait_for_url(f"**/task-sets/{task_set.pk}/")
+    assert not Task.objects.exists()

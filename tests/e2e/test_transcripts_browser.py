@@ -59,15 +59,26 @@ def test_researcher_filters_reads_and_compares_transcripts(page) -> None:  # typ
     # Filtering swaps the rows in place and the address bar holds a shareable link.
     page.select_option("#id_outcome", "solved")
     wait_for_address(page, "outcome=solved")
-    page.wait_for_function("document.querySelectorAll('#dialogue-table tbody tr').length === 3")
+    # Functions, not expressions: Playwright evals an expression on each poll (refused by the CSP).
+    page.wait_for_function(
+        "() => document.querySelectorAll('#dialogue-table tbody tr').length === 3"
+    )
     page.fill("#id_q", "carry")
     wait_for_address(page, "q=carry")
-    page.wait_for_function("document.querySelectorAll('#dialogue-table tbody tr').length === 1")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#dialogue-table tbody tr').length === 1"
+    )
     assert "q=carry" in page.url and "outcome=solved" in page.url and "run=" not in page.url
     shot(page, "transcripts-1-filtered")
+    filtered = page.url
+
+    # Export takes the filters shown now, not those the page was loaded with (transcripts.js).
+    page.click("#export-link")
+    page.wait_for_url("**/dialogues/export/?*")
+    assert "q=carry" in page.url and "outcome=solved" in page.url
 
     # The same link opened afresh shows the same rows (filters live in the URL).
-    page.goto(page.url)
+    page.goto(filtered)
     assert page.locator("#dialogue-table tbody tr").count() == 1
     page.click(f"#dialogue-table >> text=#{target.pk}")
     page.wait_for_url(f"**/dialogues/{target.pk}/?*")

@@ -15,6 +15,7 @@ from django.db import transaction
 from webapp.accounts.models import User
 from webapp.accounts.services import user_create
 from webapp.models_registry.models import ModelSpec
+from webapp.models_registry.services import model_spec_register
 from webapp.runs.models import Protocol, Run
 from webapp.runs.services import evaluation_run_create
 from webapp.tasks.models import Task, TaskSet
@@ -84,22 +85,20 @@ def demo_project_create(*, task_count: int = 40, launch_run: bool = True) -> Dem
     user = User.objects.filter(username=DEMO_USERNAME).first() or user_create(
         username=DEMO_USERNAME, password=DEMO_PASSWORD, role=User.Role.RESEARCHER
     )
-    student, _ = ModelSpec.objects.get_or_create(
+    student, _ = model_spec_register(
         name="scripted arithmetic student",
-        defaults={
-            "backend": ModelSpec.Backend.SCRIPTED,
-            "location": "arithmetic-student",
-            "generation_params": {"first_try_accuracy": 0.35, "feedback_gain": 0.45},
-            "description": "A seeded policy that is sometimes right first and uses feedback.",
-        },
+        backend=ModelSpec.Backend.SCRIPTED,
+        location="arithmetic-student",
+        generation_params={"first_try_accuracy": 0.35, "feedback_gain": 0.45},
+        description="A seeded policy that is sometimes right first and uses feedback.",
+        replace=False,
     )
-    teacher, _ = ModelSpec.objects.get_or_create(
+    teacher, _ = model_spec_register(
         name="scripted feedback teacher",
-        defaults={
-            "backend": ModelSpec.Backend.SCRIPTED,
-            "location": "feedback-teacher",
-            "description": "Feedback computed from the verifier's details, never the answer.",
-        },
+        backend=ModelSpec.Backend.SCRIPTED,
+        location="feedback-teacher",
+        description="Feedback computed from the verifier's details, never the answer.",
+        replace=False,
     )
     didactic, _ = Protocol.objects.get_or_create(
         name="Didactic, 5 turns", defaults={"mode": Protocol.Mode.DIDACTIC, "max_turns": 5}
@@ -135,21 +134,19 @@ def demo_project_create(*, task_count: int = 40, launch_run: bool = True) -> Dem
 
 
 def _sharded_demo_create(user: User, *, task_count: int, launch_run: bool) -> Run | None:
-    student, _ = ModelSpec.objects.get_or_create(
+    student, _ = model_spec_register(
         name="scripted sharded student",
-        defaults={
-            "backend": ModelSpec.Backend.SCRIPTED,
-            "location": "sharded-student",
-            "description": "Asks about what is missing, sometimes answers too early.",
-        },
+        backend=ModelSpec.Backend.SCRIPTED,
+        location="sharded-student",
+        description="Asks about what is missing, sometimes answers too early.",
+        replace=False,
     )
-    simulator, _ = ModelSpec.objects.get_or_create(
+    simulator, _ = model_spec_register(
         name="scripted shard revealer",
-        defaults={
-            "backend": ModelSpec.Backend.SCRIPTED,
-            "location": "shard-revealer",
-            "description": "A user simulator that reveals the next shard, one per turn.",
-        },
+        backend=ModelSpec.Backend.SCRIPTED,
+        location="shard-revealer",
+        description="A user simulator that reveals the next shard, one per turn.",
+        replace=False,
     )
     protocol, _ = Protocol.objects.get_or_create(
         name="Sharded, 6 turns", defaults={"mode": Protocol.Mode.SHARDED, "max_turns": 6}

@@ -24,11 +24,17 @@ def _plotly_package_data() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))) / "package_data"
 
 
+def plotly_js_path() -> Path | None:
+    """The installed plotly.min.js (``None`` without the plotly package)."""
+    package_data = _plotly_package_data()
+    return package_data / "plotly.min.js" if package_data else None
+
+
 class PlotlyJsFinder(BaseFinder):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         package_data = _plotly_package_data()
-        self.source = package_data / "plotly.min.js" if package_data else None
+        self.source = plotly_js_path()
         self.storage = FileSystemStorage(location=str(package_data)) if package_data else None
 
     def check(self, **kwargs: Any) -> list[Error]:

@@ -19,6 +19,7 @@ from webapp.accounts.models import User
 from webapp.annotations.models import QueueAssignment
 from webapp.dialogues.filters import DEFAULT_SORT, SORTS, DialogueFilters, IntRange, LabelMatch
 from webapp.dialogues.models import Dialogue, Turn
+from webapp.dialogues.selectors import queued_for
 from webapp.dialogues.widgets import QuickNumberInput, QuickSelect, QuickTextInput
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
@@ -112,27 +113,57 @@ def _numbered(queryset: QuerySet[Any], select: str, text: str, number: Any) -> A
     )
 
 
-@functools.cache
-def _filter_options_sql(vendor: str) -> tuple[str, tuple[Any, ...]]:
-    """The UNION ALL that ``read_filter_options`` runs, compiled once per process (and kind of
-    database): the ORM took longer to compile it (1.3 ms) than the database to run it."""
+# Stands for an annotator's id in the options query compiled once for every annotator (see
+# ``_filter_options_sql``); replaced by the reader's id among the parameters when it runs.
+ANNOTATOR_MARKER = 987654321987654321
+
+
+def _option_querysets(annotator_id: int | None) -> dict[str, QuerySet[Any]]:
+    """What each model select offers: everything, or for an annotator (``annotator_id``) only
+    the runs, task sets and students of the dialogues in their queues, and themselves."""
     selects = DialogueFilterForm.base_fields
-    union = _numbered(selects["run"].queryset, "run", "name", Value(0)).union(
-        _numbered(selects["task_set"].queryset, "task_set", "name", F("version")),
-        _numbered(selects["student"].queryset, "student", "name", Value(0)),
-        _numbered(selects["annotator"].queryset, "annotator", "username", Value(0)),
+    querysets = {name: selects[name].queryset for name in DialogueFilterForm.MODEL_SELECTS}
+    if annotator_id is None:
+        return querysets
+    queued = queued_for(annotator_id=annotator_id)
+
+    def held(field: str) -> QuerySet[Any]:
+        return queued.values(f"dialogue__{field}")
+
+    return {
+        "run": querysets["run"].filter(pk__in=held("run_id")),
+        "task_set": querysets["task_set"].filter(pk__in=held("task__task_set_id")),
+        "student": querysets["student"].filter(pk__in=held("run__student_id")),
+        "annotator": querysets["annotator"].filter(pk=annotator_id),
+    }
+
+
+@functools.cache
+def _filter_options_sql(vendor: str, *, for_annotator: bool) -> tuple[str, tuple[Any, ...]]:
+    """The UNION ALL that ``read_filter_options`` runs, compiled once per process (and kind of
+    database, and for researchers or any annotator): the ORM took longer to compile it (1.3 ms)
+    than the database to run it."""
+    querysets = _option_querysets(ANNOTATOR_MARKER if for_annotator else None)
+    union = _numbered(querysets["run"], "run", "name", Value(0)).union(
+        _numbered(querysets["task_set"], "task_set", "name", F("version")),
+        _numbered(querysets["student"], "student", "name", Value(0)),
+        _numbered(querysets["annotator"], "annotator", "username", Value(0)),
         all=True,
     )
     sql, params = union.query.sql_with_params()
     return sql, tuple(params)
 
 
-def read_filter_options() -> dict[str, list[Any]]:
+def read_filter_options(*, reader: User | None = None) -> dict[str, list[Any]]:
     """The options of the transcript filters' four model selects (run, task_set, student,
     annotator) in one query, a UNION ALL: four queries of their own cost a sixth of a list
     page. Each keeps its field's order; the options are instances with their pk and the fields
-    their labels show."""
-    sql, params = _filter_options_sql(connection.vendor)
+    their labels show. An annotator (``reader``) is offered only what their queues hold, so the
+    selects never name a run, task set or model they may not read."""
+    annotator_id = reader.pk if reader is not None and not reader.is_researcher else None
+    sql, params = _filter_options_sql(connection.vendor, for_annotator=annotator_id is not None)
+    if annotator_id is not None:
+        params = tuple(annotator_id if param == ANNOTATOR_MARKER else param for param in params)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -270,8 +301,11 @@ class DialogueFilterForm(forms.Form):
 
     MODEL_SELECTS = ("run", "task_set", "student", "annotator")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, reader: User | None = None, **kwargs: Any) -> None:
+        """``reader``: the person the form is shown to; an annotator's selects offer only what
+        their queues hold (``None``: everything, for researchers' tools and internal use)."""
         super().__init__(*args, **kwargs)
+        self.reader = reader
         for name in self.MODEL_SELECTS:
             field = self.fields[name]
             field.load_options = functools.partial(self._model_options, name)  # type: ignore[attr-defined]
@@ -279,14 +313,14 @@ class DialogueFilterForm(forms.Form):
     @functools.cached_property
     def _all_model_options(self) -> dict[str, list[Any]]:
         """Read once, when a select is validated or drawn: an export or a queue reads none."""
-        return read_filter_options()
+        return read_filter_options(reader=self.reader)
 
     def _model_options(self, name: str) -> list[Any]:
         return self._all_model_options[name]
 
     @classmethod
-    def from_query(cls, query: Any) -> DialogueFilterForm:
-        form = cls(query)
+    def from_query(cls, query: Any, *, reader: User | None = None) -> DialogueFilterForm:
+        form = cls(query, reader=reader)
         form.is_valid()  # fills cleaned_data with the fields that are valid
         return form
 
@@ -328,9 +362,21 @@ class CompareForm(forms.Form):
     right_run = RunChoiceField(queryset=Run.objects.only("pk", "name"), required=False)
     sample = forms.IntegerField(required=False, min_value=0, initial=0)
 
+    def __init__(self, *args: Any, reader: User | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if reader is not None and not reader.is_researcher:
+            # An annotator compares within their queues: another task or run is ignored like an
+            # unknown one, so that its prompt or name never reaches the page.
+            queued = queued_for(annotator_id=reader.pk)
+            self.fields["task"].queryset = Task.objects.filter(
+                pk__in=queued.values("dialogue__task_id")
+            )
+            runs = Run.objects.only("pk", "name").filter(pk__in=queued.values("dialogue__run_id"))
+            self.fields["left_run"].queryset = self.fields["right_run"].queryset = runs
+
     @classmethod
-    def from_query(cls, query: Any) -> CompareForm:
-        form = cls(query)
+    def from_query(cls, query: Any, *, reader: User | None = None) -> CompareForm:
+        form = cls(query, reader=reader)
         form.is_valid()
         return form
 

@@ -87,14 +87,19 @@ FilterStep = Callable[[QuerySet[Dialogue], DialogueFilters], QuerySet[Dialogue]]
 _FILTER_STEPS: Sequence[FilterStep] = (_filter_fields, _filter_turns)
 
 
+def queued_for(*, annotator_id: int) -> QuerySet[QueueAssignment]:
+    """An annotator's queue items. Their dialogues are all that the annotator may read, and
+    their runs, tasks, task sets and models all that the transcript pages may name to them."""
+    return QueueAssignment.objects.filter(annotator_id=annotator_id)
+
+
 def visible_to(dialogues: QuerySet[Dialogue], *, reader: User | None) -> QuerySet[Dialogue]:
     """Researchers (and internal callers, ``reader=None``) see every dialogue; an annotator
     sees only the dialogues a labelling queue assigns to them."""
     if reader is None or reader.is_researcher:
         return dialogues
-    return dialogues.filter(
-        Exists(QueueAssignment.objects.filter(dialogue=OuterRef("pk"), annotator=reader))
-    )
+    queued = queued_for(annotator_id=reader.pk)
+    return dialogues.filter(Exists(queued.filter(dialogue=OuterRef("pk"))))
 
 
 def dialogue_list(

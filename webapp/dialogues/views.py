@@ -49,7 +49,7 @@ def _clean_query(query: QueryDict) -> QueryDict:
 
 
 def dialogue_list(request: HttpRequest) -> HttpResponse:
-    form = DialogueFilterForm.from_query(request.GET)
+    form = DialogueFilterForm.from_query(request.GET, reader=_reader(request))
     filters = form.filters()
     searches_turns = search.searches_turns(filters.search)
     ids = selectors.dialogue_list(
@@ -92,7 +92,7 @@ def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
     list_query = _clean_query(request.GET).urlencode()
     neighbours = None
     if list_query:  # opened from a list: walk it with prev/next
-        filters = DialogueFilterForm.from_query(request.GET).filters()
+        filters = DialogueFilterForm.from_query(request.GET, reader=_reader(request)).filters()
         neighbours = selectors.dialogue_neighbours(
             filters=filters,
             pk=dialogue.pk,
@@ -116,7 +116,12 @@ def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def dialogue_compare(request: HttpRequest) -> HttpResponse:
-    form = CompareForm.from_query(request.GET)
+    form = CompareForm.from_query(request.GET, reader=_reader(request))
+    refused = form.errors.keys() & {"task", "left_run", "right_run"}
+    if refused and not _reader(request).is_researcher:
+        # The form offers an annotator only the tasks and runs of their queues; any other
+        # answers 404, as the dialogues outside their queues do (a note would echo the id).
+        raise Http404("No such task or run in your queues.")
     data = form.cleaned_data
     task, left_run, right_run = data.get("task"), data.get("left_run"), data.get("right_run")
     sample = data.get("sample") or 0

@@ -74,7 +74,11 @@ BACKENDS: Mapping[str, BackendInfo] = {
     ),
     "openai": BackendInfo(
         label="OpenAI-compatible endpoint (HTTP)",
-        location_help="The endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (vllm serve).",
+        location_help=(
+            "The endpoint's base URL, e.g. http://127.0.0.1:8000/v1 (vllm serve), with no "
+            "user:password@, ?query or #fragment: the key goes in an environment variable on "
+            "the worker, named by api_key_env."
+        ),
         params={
             "model": "the model name the endpoint serves (required)",
             "api_key_env": "name of the environment variable holding the API key on the worker "

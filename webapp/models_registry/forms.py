@@ -13,8 +13,10 @@ from webapp.models_registry.backends import (
     ENV_VAR_NAME,
     SCRIPTED_POLICIES,
     SCRIPTED_POLICY_PARAMS,
-    SECRET_PARAM,
-    SECRET_VALUE,
+)
+from webapp.models_registry.credentials import (
+    location_credential_problem,
+    secret_params_problem,
 )
 from webapp.models_registry.models import ModelSpec
 
@@ -36,7 +38,8 @@ class ModelSpecForm(forms.ModelForm):
             + ", ".join(SCRIPTED_POLICIES)
             + "). transformers / vllm: a checkpoint directory as the worker host sees it "
             "(only warned about when missing here, since GPU hosts may mount it elsewhere). "
-            "openai: the endpoint's http(s) base URL."
+            "openai: the endpoint's http(s) base URL, with no user:password@, ?query or #fragment "
+            "(a key goes in an environment variable named by api_key_env)."
         ),
     )
     generation_params = forms.JSONField(
@@ -90,6 +93,10 @@ class ModelSpecForm(forms.ModelForm):
             "vllm": self._check_checkpoint,
             "openai": self._check_endpoint,
         }[backend](location)
+        # Whatever the backend: a location never holds a credential (the services check again).
+        problem = location_credential_problem(location)
+        if problem and not self.has_error("location"):
+            self.add_error("location", problem)
         self._check_params(backend, params)
         if backend == "scripted" and location in SCRIPTED_POLICY_PARAMS:
             taken = {*SCRIPTED_POLICY_PARAMS[location], "delay_ms"}
@@ -138,26 +145,12 @@ class ModelSpecForm(forms.ModelForm):
                 "location",
                 "An OpenAI-compatible endpoint is an http(s) URL, e.g. http://127.0.0.1:8000/v1.",
             )
-        elif url.username or url.password:
-            self.add_error(
-                "location", "Leave credentials out of the URL: name them with api_key_env."
-            )
 
     def _check_params(self, backend: str, params: dict[str, Any]) -> None:
         info = BACKENDS[backend]
-        secrets = [key for key in params if SECRET_PARAM.search(key)]
-        secrets += [
-            key
-            for key, value in params.items()
-            if isinstance(value, str) and SECRET_VALUE.match(value) and key not in secrets
-        ]
+        secrets = secret_params_problem(params)
         if secrets:
-            self.add_error(
-                "generation_params",
-                f"{', '.join(sorted(secrets))}: Dialab never stores API keys. Put the key in an "
-                "environment variable on the worker and name it: "
-                '{"api_key_env": "OPENAI_API_KEY"}.',
-            )
+            self.add_error("generation_params", secrets)
             return
         unknown = sorted(set(params) - set(info.params))
         if unknown:

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.core.permissions import researcher_required
+from webapp.core.plotly_csp import allows_plotly
 from webapp.runs import selectors, services
 from webapp.runs.charts import Curve, accuracy_by_turn_figure
 from webapp.runs.forms import EvaluationRunForm, ProtocolForm
@@ -77,6 +78,7 @@ def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
 
 
 @researcher_required
+@allows_plotly
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(selectors.run_list(), pk=pk)
     return render(request, "runs/run_detail.html", _live_context(request, run))

@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 
+from webapp.tasks import bounds
 from webapp.tasks.models import Task, TaskSet
 
 # Which reference fields each verifier needs (mirrors models_gpu.verifiers, which the web side
@@ -19,11 +20,23 @@ REQUIRED_REFERENCE = {
 }
 
 
+def validate_field_size(value: Any) -> None:
+    """The same per-field limit as imports (DIALAB_MAX_FIELD_CHARS): a task too large to import
+    is too large to type in, and would make every page that shows it as large."""
+    too_large = bounds.field_too_large(value)
+    if too_large:
+        raise forms.ValidationError(f"This field {too_large}.")
+
+
 class TaskSetForm(forms.ModelForm):
     class Meta:
         model = TaskSet
         fields = ["name", "description"]
         widgets = {"description": forms.Textarea(attrs={"rows": 3})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["description"].validators.append(validate_field_size)
 
 
 class TaskSetSearchForm(forms.Form):
@@ -52,8 +65,12 @@ class JSONObjectField(forms.CharField):
         text = (super().to_python(value) or "").strip()
         if not text:
             return {}
+        # Validators run after to_python: the size and depth checks must come before parsing.
+        validate_field_size(text)
         try:
-            parsed = json.loads(text)
+            parsed = bounds.json_loads(text)
+        except bounds.NestingTooDeep as error:
+            raise forms.ValidationError(f"Line {error.line}: {error}.") from None
         except json.JSONDecodeError as error:
             raise forms.ValidationError(
                 f"Not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
@@ -72,6 +89,7 @@ class TaskForm(forms.Form):
     """The task editor. The quick-add form on a task set page renders only some of its fields."""
 
     prompt = MultilineField(
+        validators=[validate_field_size],
         widget=forms.Textarea(attrs={"rows": 6}),
         help_text="What the student sees. Markdown, with $math$ and ```code```.",
     )
@@ -85,6 +103,7 @@ class TaskForm(forms.Form):
     )
     tests = MultilineField(
         required=False,
+        validators=[validate_field_size],
         widget=forms.Textarea(attrs={"rows": 6, "class": "mono"}),
         help_text="Code tasks: Python unit tests (e.g. a check(candidate) function).",
     )
@@ -101,9 +120,12 @@ class TaskForm(forms.Form):
     )
     domain = forms.CharField(max_length=64, required=False, initial="arithmetic")
     difficulty = forms.FloatField(required=False, min_value=0)
-    tags = forms.CharField(required=False, help_text="Comma-separated.")
+    tags = forms.CharField(
+        required=False, validators=[validate_field_size], help_text="Comma-separated."
+    )
     shards = MultilineField(
         required=False,
+        validators=[validate_field_size],
         widget=forms.Textarea(attrs={"rows": 4}),
         help_text="Underspecified tasks: one shard per line, in the order they are revealed. "
         "Shard 1 states the intent; each later shard adds one fact.",
@@ -179,6 +201,7 @@ class TaskForm(forms.Form):
 
 class ProbeForm(forms.Form):
     response = MultilineField(
+        validators=[validate_field_size],
         widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}),
         label="Try an answer",
         help_text="Type what a student might reply; the task's verifier checks it in a worker.",

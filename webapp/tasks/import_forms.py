@@ -30,7 +30,9 @@ class ImportStartForm(forms.Form):
     file = forms.FileField(
         required=False,
         help_text=f"For uploads and Lost-in-Conversation; at most "
-        f"{settings.DIALAB_MAX_UPLOAD_BYTES // 2**20} MiB.",
+        f"{settings.DIALAB_MAX_UPLOAD_BYTES // 2**20} MiB, each record (a line, a JSON item, "
+        f"a CSV row) at most {settings.DIALAB_MAX_RECORD_BYTES // 2**20} MiB and each task "
+        f"field at most {settings.DIALAB_MAX_FIELD_CHARS:,} characters.",
     )
     file_format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
     dataset = forms.CharField(

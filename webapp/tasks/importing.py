@@ -1,7 +1,9 @@
 """Import tasks into a new task set: streaming readers, a field mapping, validation, one write.
 
 Every source becomes a stream of ``(number, record)`` pairs (a JSONL or CSV line number, a JSON
-item number, a dataset row number) read a little at a time, so memory stays flat in file size.
+item number, a dataset row number) read a little at a time, so memory stays flat in file size;
+untrusted files are read within the bounds of :mod:`webapp.tasks.bounds` (nesting depth, record
+and field size), checked before anything is parsed.
 A :class:`FieldMapping` turns each record into the fields of a :class:`Task`, and names the line
 and the field of the first problem it finds. The tasks are written with ``bulk_create`` in
 batches inside ONE transaction: a bad record anywhere rolls back everything, so an import
@@ -37,7 +39,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from webapp.accounts.models import User
+from webapp.core.database import DATABASE_LOST
 from webapp.core.dispatch import enqueue_on_commit
+from webapp.tasks import bounds
 from webapp.tasks.import_claims import (
     IMPORT_TASK,
     ClaimLost,
@@ -54,6 +58,9 @@ logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 2000
 PREVIEW_ROWS = 5
+# The mapping step offers every column in a select for each task field: a record with a million
+# keys would make a page of millions of options, so the preview refuses such a source.
+MAX_PREVIEW_COLUMNS = 500
 
 # Fields a source column can fill. answer/tests/entry_point/solution go into Task.reference.
 MAPPABLE_FIELDS = (
@@ -100,22 +107,45 @@ def _decode_line(raw: bytes, number: int) -> str:
         ) from None
 
 
-def _lines(stream: IO[bytes]) -> Iterator[tuple[int, str]]:
-    """Physical lines, decoded strictly one at a time (UTF-8 never has a newline byte inside a
-    character, so splitting the bytes on newlines first is safe). A leading BOM is dropped."""
-    for number, raw in enumerate(stream, start=1):
+def _record_too_large(where: str) -> TaskImportError:
+    return TaskImportError(
+        f"{where}: longer than {bounds.size_text(bounds.max_record_bytes())}, "
+        "the largest record accepted"
+    )
+
+
+def _raw_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Physical lines as bytes, at most one record long each: a longer line is refused before
+    it is read whole, so one line can never fill memory. A leading BOM is dropped."""
+    limit = bounds.max_record_bytes()
+    number = 0
+    while raw := stream.readline(limit + 1):
+        number += 1
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            raise _record_too_large(f"line {number}")
         if number == 1 and raw.startswith(codecs.BOM_UTF8):
             raw = raw[len(codecs.BOM_UTF8) :]
+        yield number, raw
+
+
+def _lines(stream: IO[bytes]) -> Iterator[tuple[int, str]]:
+    """Physical lines, decoded strictly one at a time (UTF-8 never has a newline byte inside a
+    character, so splitting the bytes on newlines first is safe)."""
+    for number, raw in _raw_lines(stream):
         yield number, _decode_line(raw, number)
 
 
 def read_jsonl(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """One JSON object per line; blank lines are skipped."""
+    """One JSON object per line; blank lines are skipped. Nesting is checked before parsing."""
+    depth = bounds.max_json_depth()
     for number, line in _lines(stream):
         if not line.strip():
             continue
         try:
+            bounds.check_nesting(line, limit=depth)
             record = json.loads(line.rstrip("\r\n"))
+        except bounds.NestingTooDeep as error:
+            raise TaskImportError(f"line {number}: {error}") from None
         except json.JSONDecodeError as error:
             raise TaskImportError(
                 f"line {number}: malformed JSON: {error.msg} (column {error.colno})"
@@ -127,17 +157,33 @@ def read_jsonl(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, record
 
 
+def _allow_csv_cells_up_to_a_record() -> None:
+    """The csv module refuses cells over 128 KiB by default, less than a task field may be. Its
+    limit is process-wide, so it is only ever raised (to the record limit, which bounds every
+    row here anyway); the field and record checks give the clearer messages."""
+    limit = bounds.max_record_bytes()
+    if csv.field_size_limit() < limit:
+        csv.field_size_limit(limit)
+
+
 def read_csv(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows keyed by the header; the number is the physical line a row starts on (quoted cells
-    may span lines)."""
-    lines = _lines(stream)
+    may span lines). A row, like a line, is at most one record long."""
+    _allow_csv_cells_up_to_a_record()
+    limit = bounds.max_record_bytes()
+    lines = _raw_lines(stream)
     current_line = 0
+    row_start = 1
+    row_bytes = 0
 
     def text() -> Iterator[str]:
-        nonlocal current_line
-        for number, line in lines:
+        nonlocal current_line, row_bytes
+        for number, raw in lines:
             current_line = number
-            yield line
+            row_bytes += len(raw)
+            if row_bytes > limit:  # a quoted cell that runs on over many lines
+                raise _record_too_large(f"line {row_start}")
+            yield _decode_line(raw, number)
 
     reader = csv.reader(text())
     try:
@@ -147,7 +193,7 @@ def read_csv(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
     except csv.Error as error:
         raise TaskImportError(f"line {current_line}: malformed CSV: {error}") from None
     header = [name.strip() for name in header]
-    row_start = current_line + 1
+    row_start, row_bytes = current_line + 1, 0
     while True:
         try:
             row = next(reader)
@@ -156,7 +202,7 @@ def read_csv(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
         except csv.Error as error:
             raise TaskImportError(f"line {row_start}: malformed CSV: {error}") from None
         if not row or (len(row) == 1 and not row[0].strip()):
-            row_start = current_line + 1
+            row_start, row_bytes = current_line + 1, 0
             continue
         if len(row) > len(header):
             raise TaskImportError(
@@ -164,28 +210,47 @@ def read_csv(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
             )
         # A short row leaves its last columns missing; the mapping reports any it needs.
         yield row_start, dict(zip(header, row, strict=False))
-        row_start = current_line + 1
+        row_start, row_bytes = current_line + 1, 0
 
 
 def csv_header(stream: IO[bytes]) -> list[str]:
+    _allow_csv_cells_up_to_a_record()
     lines = _lines(stream)
     for _number, line in lines:
         return [name.strip() for name in next(csv.reader([line]))]
     return []
 
 
+# How much ijson asks for at a time; a record's size is known to within one such read.
+_JSON_READ_BYTES = 64 * 1024
+
+
+class _RecordTooLarge(Exception):
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+
 class _Utf8CheckedStream(io.RawIOBase):
-    """Passes bytes through unchanged while decoding them incrementally, so invalid UTF-8 is
-    reported with its line and column before the JSON parser sees it."""
+    """Passes bytes through unchanged while checking them before the JSON parser sees them:
+    invalid UTF-8 is reported with its line and column, nesting deeper than the limit raises
+    :class:`bounds.NestingTooDeep`, and more than a record's worth of bytes since the last
+    :meth:`record_done` raises :class:`_RecordTooLarge`, so the parser never holds more."""
 
     def __init__(self, stream: IO[bytes]) -> None:
         self.stream = stream
         self.decoder = codecs.getincrementaldecoder("utf-8")("strict")
         self.line = 1
         self.column = 1
+        self.nesting = bounds.NestingGuard(limit=bounds.max_json_depth())
+        # Counted in whole reads, so one read's worth of slack keeps a record at the limit in.
+        self.record_budget = bounds.max_record_bytes() + _JSON_READ_BYTES
+        self.since_record = 0
 
     def readable(self) -> bool:
         return True
+
+    def record_done(self) -> None:
+        self.since_record = 0
 
     def readinto(self, buffer: Any) -> int:
         chunk = self.stream.read(len(buffer))
@@ -202,6 +267,10 @@ class _Utf8CheckedStream(io.RawIOBase):
             raise TaskImportError(
                 f"line {line}: not valid UTF-8 (byte 0x{byte:02x} at column {column})"
             ) from None
+        self.nesting.feed(chunk)
+        self.since_record += len(chunk)
+        if self.since_record > self.record_budget:
+            raise _RecordTooLarge(self.line)
         last_newline = chunk.rfind(b"\n")
         if last_newline >= 0:
             self.line += chunk.count(b"\n")
@@ -212,20 +281,61 @@ class _Utf8CheckedStream(io.RawIOBase):
         return len(chunk)
 
 
+# ijson's basic events, not its prefixed ones: a prefix names every key on the way down, so at
+# depth d there are d prefixes alive, each up to all those keys long (quadratic in the depth: a
+# few MiB of long keys made GiBs of prefixes). The depth is counted here instead.
+_OPENING_EVENTS = ("start_map", "start_array")
+_CLOSING_EVENTS = ("end_map", "end_array")
+
+
 def _first_list_key(stream: IO[bytes]) -> str | None:
-    """The first key of a top-level object whose value is a list (nested events are skipped
-    because their prefixes start with the key)."""
+    """The first key of a top-level object whose value is a list."""
     import ijson
 
+    depth = 0
     key = None
-    for prefix, event, value in ijson.parse(stream):
-        if prefix == "" and event == "map_key":
+    for event, value in ijson.basic_parse(stream, buf_size=_JSON_READ_BYTES):
+        if depth == 1 and event == "map_key":
             key = value
-        elif key is not None and prefix == key and event == "start_array":
+        elif depth == 1 and event == "start_array":
             return key
-        elif prefix == "" and event == "end_map":
-            return None
+        if event in _OPENING_EVENTS:
+            depth += 1
+        elif event in _CLOSING_EVENTS:
+            depth -= 1
+            if depth == 0:
+                return None
     return None
+
+
+def _json_items(stream: IO[bytes], *, list_key: str) -> Iterator[Any]:
+    """The values of the top-level array, or of the top-level key ``list_key``'s array, each
+    built once its last event has arrived: only the record being built is in memory."""
+    import ijson
+
+    item_depth = 2 if list_key else 1  # the depth of the array that holds the items
+    depth = 0
+    key = None
+    in_list = False
+    builder: ijson.ObjectBuilder | None = None
+    for event, value in ijson.basic_parse(stream, use_float=True, buf_size=_JSON_READ_BYTES):
+        if builder is None and in_list and depth == item_depth and event not in _CLOSING_EVENTS:
+            builder = ijson.ObjectBuilder()
+        if event in _OPENING_EVENTS:
+            depth += 1
+            if builder is None and depth == item_depth:
+                in_list = event == "start_array" and (not list_key or key == list_key)
+        elif event in _CLOSING_EVENTS:
+            depth -= 1
+            if builder is None:
+                in_list = False  # the array of items (or what held it) has ended
+        elif event == "map_key" and depth == 1:
+            key = value
+        if builder is not None:
+            builder.event(event, value)
+            if depth == item_depth:
+                yield builder.value
+                builder = None
 
 
 def read_json(stream: IO[bytes], *, list_key: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
@@ -244,19 +354,25 @@ def read_json(stream: IO[bytes], *, list_key: str = "") -> Iterator[tuple[int, d
                 list_key = _first_list_key(_Utf8CheckedStream(stream)) or ""
             except ijson.JSONError as error:
                 raise TaskImportError(f"malformed JSON: {error}") from None
+            except bounds.NestingTooDeep as error:
+                raise TaskImportError(f"line {error.line}: {error}") from None
+            except _RecordTooLarge as error:
+                raise TaskImportError(
+                    f"line {error.line}: no list of records within the first "
+                    f"{bounds.size_text(bounds.max_record_bytes())} of the JSON object"
+                ) from None
             stream.seek(0)
             if not list_key:
                 raise TaskImportError("the JSON object has no list of records in it")
-        prefix = f"{list_key}.item"
-    elif stripped.startswith(b"["):
-        prefix = "item"
-    else:
+    elif not stripped.startswith(b"["):
         raise TaskImportError("line 1: a JSON file must hold an array or an object")
     checked = _Utf8CheckedStream(stream)
     number = 0
+    reader = io.BufferedReader(checked, buffer_size=_JSON_READ_BYTES)
     try:
-        for item in ijson.items(io.BufferedReader(checked), prefix, use_float=True):
+        for item in _json_items(reader, list_key=list_key):
             number += 1
+            checked.record_done()
             if not isinstance(item, dict):
                 raise TaskImportError(
                     f"item {number}: expected a JSON object, got {type(item).__name__}"
@@ -266,6 +382,10 @@ def read_json(stream: IO[bytes], *, list_key: str = "") -> Iterator[tuple[int, d
         raise TaskImportError(
             f"item {number + 1} (near line {checked.line}): malformed JSON: {error}"
         ) from None
+    except bounds.NestingTooDeep as error:
+        raise TaskImportError(f"item {number + 1} (line {error.line}): {error}") from None
+    except _RecordTooLarge as error:
+        raise _record_too_large(f"item {number + 1} (near line {error.line})") from None
 
 
 def read_humaneval() -> Iterator[tuple[int, dict[str, Any]]]:
@@ -394,7 +514,7 @@ def _as_text(value: Any) -> str:
 
 def _as_shards(value: Any) -> list[str]:
     if isinstance(value, str):
-        value = json.loads(value)  # CSV cells hold shards as a JSON array
+        value = bounds.json_loads(value)  # CSV cells hold shards as a JSON array
     if not isinstance(value, list):
         raise ValueError("expected a list of shards")
     if all(isinstance(item, dict) for item in value):
@@ -407,7 +527,7 @@ def _as_shards(value: Any) -> list[str]:
 def _as_tags(value: Any) -> list[str]:
     if isinstance(value, str):
         if value.strip().startswith("["):
-            value = json.loads(value)
+            value = bounds.json_loads(value)
         else:
             return [tag.strip() for tag in value.split(",") if tag.strip()]
     if not isinstance(value, list):
@@ -443,7 +563,7 @@ def _max_length(limit: int) -> Callable[[Any], str]:
 
 def _as_metadata(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
-        value = json.loads(value)
+        value = bounds.json_loads(value)
     if not isinstance(value, dict):
         raise ValueError("expected an object")
     return value
@@ -501,6 +621,9 @@ class FieldMapping:
             value = lookup(record, source)
             if _blank(value):
                 continue
+            too_large = bounds.field_too_large(value)
+            if too_large:
+                raise TaskImportError(f"{where}: field '{name}' {self._origin(name)} {too_large}")
             converter = CONVERTERS.get(name)
             if converter is not None:
                 try:
@@ -569,6 +692,16 @@ def build_dialab_task(where: str, record: dict[str, Any], position: int) -> Task
     for name, kind in checks:
         if name in record and not isinstance(record[name], kind):
             raise TaskImportError(f"{where}: field '{name}' has the wrong type")
+    sized = [("prompt", prompt), *((f"reference.{key}", value) for key, value in reference.items())]
+    sized += [
+        (name, record[name])
+        for name in ("verifier_config", "tags", "shards", "metadata")
+        if name in record
+    ]
+    for name, value in sized:
+        too_large = bounds.field_too_large(value)
+        if too_large:
+            raise TaskImportError(f"{where}: field '{name}' {too_large}")
     try:
         kind_name = _as_verifier_kind(record.get("verifier_kind", Task.VerifierKind.EXACT))
         domain = _max_length(64)(record.get("domain", ""))
@@ -740,25 +873,33 @@ def guess_mapping(columns: Iterable[str]) -> dict[str, str]:
     return guess
 
 
+def _too_many_columns(where: str, count: int) -> TaskImportError:
+    return TaskImportError(
+        f"{where}: {count:,} keys or columns; the mapping step lists at most {MAX_PREVIEW_COLUMNS}"
+    )
+
+
 def preview(
-    source_records: Iterator[tuple[int, dict[str, Any]]], rows: int = PREVIEW_ROWS
+    source_records: Iterator[tuple[int, dict[str, Any]]],
+    rows: int = PREVIEW_ROWS,
+    *,
+    unit: str = "line",
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """The first records and their columns (top-level keys, plus one level of dotted keys into
     nested objects), for the mapping step."""
     records = []
-    columns: list[str] = []
-    for _number, record in source_records:
+    columns: dict[str, None] = {}  # ordered, and a set for the lookups
+    for number, record in source_records:
         records.append(record)
         for key, value in record.items():
-            names = [key] + (
-                [f"{key}.{inner}" for inner in value] if isinstance(value, dict) else []
-            )
-            for name in names:
-                if name not in columns:
-                    columns.append(name)
+            columns[key] = None
+            if isinstance(value, dict):
+                columns.update((f"{key}.{inner}", None) for inner in value)
+            if len(columns) > MAX_PREVIEW_COLUMNS:
+                raise _too_many_columns(f"{unit} {number}", len(columns))
         if len(records) >= rows:
             break
-    return columns, records
+    return list(columns), records
 
 
 # --- Writing -----------------------------------------------------------------------------------
@@ -917,7 +1058,7 @@ def task_import_execute(
         return
     task_import = TaskImport.objects.get(pk=import_id)
     source: ImportSource | None = None
-    taken_over = False
+    keep_upload = False  # for a later claim: another worker's, or ours once the database is back
     try:
         with ImportLiveness(import_id) as liveness:
             source = open_source(task_import)
@@ -931,8 +1072,11 @@ def task_import_execute(
                 before_commit=partial(claim_succeed, import_id=import_id, worker=worker),
             )
     except ClaimLost:
-        taken_over = True
+        keep_upload = True
         logger.warning("import %s: another worker took it over; this one wrote nothing", import_id)
+    except DATABASE_LOST:
+        keep_upload = True  # nothing committed, nothing to record: it is resumed (workers)
+        raise
     except TaskImportError as error:
         claim_fail(import_id=import_id, worker=worker, error=str(error))
     except Exception as error:
@@ -941,10 +1085,22 @@ def task_import_execute(
     finally:
         if source is not None:
             source.close()
-        if task_import.upload and not taken_over:  # a new claim still needs it
+        if task_import.upload and not keep_upload:
             # The tasks now live in the database (or the import failed): the upload is not kept.
             task_import.upload.delete(save=False)
             TaskImport.objects.filter(pk=import_id).update(upload="")
+
+
+def _first_record_or_so(
+    records: Iterator[tuple[int, dict[str, Any]]], stream: IO[bytes]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The first record, then more only while no more than a record's worth of the file has
+    been read. A record's objects can take some 30 times its bytes (``{}`` is 3 bytes, a dict
+    about 64), so the web process holds a record's worth (two while parsing), not one per row."""
+    for index, pair in enumerate(records):
+        if index and stream.tell() > bounds.max_record_bytes():
+            return
+        yield pair
 
 
 def import_preview(*, task_import: TaskImport) -> tuple[list[str], list[dict[str, Any]]]:
@@ -953,12 +1109,18 @@ def import_preview(*, task_import: TaskImport) -> tuple[list[str], list[dict[str
         return preview(read_hf_dataset(task_import.dataset, task_import.split))
     if not task_import.upload:
         raise TaskImportError("the uploaded file is missing")
+    # Only the first few records are read, each within the bounds (webapp.tasks.bounds): the
+    # web process never parses the whole upload; the worker does, under the same bounds.
     with task_import.upload.open("rb") as stream:
         readers = {"jsonl": read_jsonl, "csv": read_csv, "json": read_json}
-        columns, records = preview(readers[task_import.file_format](stream))
+        unit = "item" if task_import.file_format == "json" else "line"
+        first = _first_record_or_so(readers[task_import.file_format](stream), stream)
+        columns, records = preview(first, unit=unit)
         if task_import.file_format == "csv":
             stream.seek(0)
             columns = csv_header(stream)
+            if len(columns) > MAX_PREVIEW_COLUMNS:
+                raise _too_many_columns("line 1", len(columns))
     if not records:
         raise TaskImportError("the file has no records: no tasks to import")
     return columns, records

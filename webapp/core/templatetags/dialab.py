@@ -17,6 +17,15 @@ def pretty_json(value: Any) -> str:
 
 
 @register.filter
+def redacted(value: Any) -> str:
+    """The text with any secret in it replaced by [redacted] (see core.redaction): for values
+    stored before credentials were refused, such as a model URL with ?api_key=."""
+    from webapp.core.redaction import redact
+
+    return redact(str(value))
+
+
+@register.filter
 def words(identifier: str) -> str:
     """``student_generations`` → ``student generations``."""
     return str(identifier).replace("_", " ")

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from webapp.models_registry.models import ModelSpec
+from webapp.models_registry.services import model_spec_register
 
 HOUSE_MODEL_NAME = "house"
 HOUSE_GENERATION_PARAMS = {"temperature": 0.7, "max_new_tokens": 32}
@@ -62,14 +63,13 @@ class Command(BaseCommand):
         else:
             self._build(out, steps=steps, seed=seed, eval_tasks=eval_tasks)
         notes = json.loads((out / METADATA_FILE).read_text())
-        model, created = ModelSpec.objects.update_or_create(
+        model, created = model_spec_register(
             name=HOUSE_MODEL_NAME,
-            defaults={
-                "backend": ModelSpec.Backend.TRANSFORMERS,
-                "location": str(out),
-                "generation_params": HOUSE_GENERATION_PARAMS,
-                "description": house_description(notes),
-            },
+            backend=ModelSpec.Backend.TRANSFORMERS,
+            location=str(out),
+            generation_params=HOUSE_GENERATION_PARAMS,
+            description=house_description(notes),
+            replace=True,
         )
         accuracy = notes.get("one_turn_accuracy")
         measured = f" one-turn accuracy {accuracy:.0%}," if accuracy is not None else ""

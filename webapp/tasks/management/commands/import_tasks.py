@@ -92,7 +92,8 @@ class Command(BaseCommand):
                     file_format = "jsonl" if file_format == "jsonl" else "json"
                     if path.stat().st_size:
                         reader = read_jsonl if file_format == "jsonl" else read_json
-                        found, _records = preview(reader(stream))
+                        unit = "line" if file_format == "jsonl" else "item"
+                        found, _records = preview(reader(stream), unit=unit)
                         stream.seek(0)
                         columns = {**lic_guess(found), **columns}
                 word = "column" if file_format == "csv" else "key"

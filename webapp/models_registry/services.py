@@ -1,0 +1,62 @@
+"""Writes for the model registry. Every way a model is registered (the models page, the demo,
+build_house_model) goes through these, so none can store a credential (see credentials.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from webapp.models_registry.credentials import credential_problems
+from webapp.models_registry.models import ModelSpec
+
+
+def model_spec_create(
+    *,
+    name: str,
+    backend: str,
+    location: str = "",
+    generation_params: dict[str, Any] | None = None,
+    description: str = "",
+) -> ModelSpec:
+    """Register a new model; raises ValidationError (by field) if it would store a credential."""
+    params = generation_params or {}
+    _refuse_credentials(location=location, generation_params=params)
+    return ModelSpec.objects.create(
+        name=name,
+        backend=backend,
+        location=location,
+        generation_params=params,
+        description=description,
+    )
+
+
+def model_spec_register(
+    *,
+    name: str,
+    backend: str,
+    location: str = "",
+    generation_params: dict[str, Any] | None = None,
+    description: str = "",
+    replace: bool,
+) -> tuple[ModelSpec, bool]:
+    """The model called ``name`` and whether it was created now. An existing one is updated
+    with the given fields when ``replace`` (a rebuilt checkpoint), else left as it is (the demo,
+    set up twice). Refuses credentials like ``model_spec_create``, whichever case applies."""
+    params = generation_params or {}
+    _refuse_credentials(location=location, generation_params=params)
+    fields = {
+        "backend": backend,
+        "location": location,
+        "generation_params": params,
+        "description": description,
+    }
+    if replace:
+        return ModelSpec.objects.update_or_create(name=name, defaults=fields)
+    return ModelSpec.objects.get_or_create(name=name, defaults=fields)
+
+
+def _refuse_credentials(*, location: str, generation_params: dict[str, Any]) -> None:
+    problems = credential_problems(location=location, generation_params=generation_params)
+    if problems:
+        raise ValidationError({field: [problem] for field, problem in problems.items()})
