@@ -18,6 +18,7 @@ from django.conf import settings
 from models_gpu.backends import load_generator
 from models_gpu.engine import EngineStats, run_dialogues
 from models_gpu.types import DialogueJob, DialogueResult, Generator, RoleSpec, TurnRecord
+from webapp.core.database import DATABASE_LOST
 from webapp.core.heartbeat import Heartbeat, stale_after
 from webapp.dialogues.services import dialogues_store
 from webapp.runs import services
@@ -200,6 +201,8 @@ def _play(run_id: int) -> None:
             should_stop=watch,
             batch_size=run.batch_size,
         )
+    except DATABASE_LOST:
+        raise  # not the run's fault: the task resumes it (workers.recovery)
     except Exception as error:
         logger.exception("run %s failed", run_id)
         summary = "".join(traceback.format_exception_only(error)).strip()

@@ -21,13 +21,15 @@ Task imports left "running" by a dead worker are sent again by the same sweeps
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from celery.signals import worker_ready
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from webapp.core.heartbeat import stale_after
 
@@ -35,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 # Added to the wait before the follow-up check, for clock skew between hosts and the database.
 FOLLOW_UP_MARGIN = timedelta(seconds=2)
+# After a job lost the database: how often, and how many times, to try the sweep again.
+DATABASE_RETRY_WAIT = timedelta(seconds=10)
+DATABASE_RETRIES = 60
 
 
 def recover_runs(*, all_queued: bool = False) -> Any:
@@ -58,21 +63,64 @@ def recover_on_start(*, follow_up: bool = True) -> threading.Timer | None:
     if not follow_up or recovery.next_check_in is None:
         return None
     wait = recovery.next_check_in + FOLLOW_UP_MARGIN
-    timer = threading.Timer(wait.total_seconds(), _follow_up)
+    logger.info("runs running elsewhere: checking again in %.0f s", wait.total_seconds())
+    return _sweep_later(wait)
+
+
+def resume_after_database_loss(
+    job: str, *, release: Callable[[], object] | None = None
+) -> threading.Timer:
+    """A job lost the database midway (``webapp.core.database``): it recorded nothing and is
+    not marked failed. Drop the broken connection and sweep once the job's heartbeat would be
+    stale, and again while the database stays away; the sweep sends the job again, and its new
+    claim plays only what is missing (a run) or starts over (an import, which committed nothing).
+    ``release`` gives back this worker's own claim first, for jobs whose claim is kept while
+    their worker lives (imports). Every queued run is sent again too: a database that restarted
+    may come with a broker that lost its messages."""
+    logger.error("%s: lost the database; it will be resumed once the database answers", job)
+    with contextlib.suppress(DatabaseError):
+        connection.close()
+    wait = stale_after() + FOLLOW_UP_MARGIN
+    return _sweep_later(wait, retries=DATABASE_RETRIES, all_queued=True, release=release)
+
+
+def _sweep_later(
+    wait: timedelta,
+    *,
+    retries: int = 0,
+    all_queued: bool = False,
+    release: Callable[[], object] | None = None,
+) -> threading.Timer:
+    """One sweep after ``wait``, in a timer thread (so that it happens even while this worker
+    is busy with a job); ``retries`` more, DATABASE_RETRY_WAIT apart, while the database fails."""
+    options = {"retries": retries, "all_queued": all_queued, "release": release}
+    timer = threading.Timer(wait.total_seconds(), _follow_up, kwargs=options)
     timer.daemon = True
     timer.start()
-    logger.info("runs running elsewhere: checking again in %.0f s", wait.total_seconds())
     return timer
 
 
-def _follow_up() -> None:
+def _follow_up(
+    *, retries: int = 0, all_queued: bool = False, release: Callable[[], object] | None = None
+) -> None:
     try:
+        if release is not None:
+            release()
         recover_imports()
-        recover_runs()
+        recover_runs(all_queued=all_queued)
+    except DatabaseError:
+        if retries > 0:
+            logger.warning("recovery sweep: the database does not answer yet; trying again")
+            _sweep_later(
+                DATABASE_RETRY_WAIT, retries=retries - 1, all_queued=all_queued, release=release
+            )
+        else:
+            logger.exception("recovery sweep failed: the database does not answer")
     except Exception:
         logger.exception("follow-up recovery sweep failed")
     finally:
-        connection.close()  # the timer thread's own connection
+        with contextlib.suppress(DatabaseError):
+            connection.close()  # the timer thread's own connection
 
 
 def check_again_later(run_id: int, *, queue: str | None = None) -> None:

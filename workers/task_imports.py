@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from workers.celery import app
@@ -16,7 +18,7 @@ def import_tasks(import_id: int) -> None:
     # A thin adapter: claim, import all or nothing, and record the outcome all happen in webapp.
     from webapp.tasks.importing import task_import_execute
 
-    task_import_execute(import_id=import_id)
+    _resumed_if_the_database_is_lost(import_id, partial(task_import_execute, import_id=import_id))
 
 
 @app.task(name="workers.task_imports.generate_tasks")
@@ -24,7 +26,21 @@ def generate_tasks(import_id: int) -> None:
     """Generate a task set: the same all-or-nothing path as imports, fed by a generator."""
     from webapp.tasks.importing import task_import_execute
 
-    task_import_execute(import_id=import_id, open_source=generator_source)
+    execute = partial(task_import_execute, import_id=import_id, open_source=generator_source)
+    _resumed_if_the_database_is_lost(import_id, execute)
+
+
+def _resumed_if_the_database_is_lost(import_id: int, execute: Callable[[], None]) -> None:
+    """An import cut off by the database committed nothing: it starts again once it answers."""
+    from webapp.core.database import DATABASE_LOST
+    from webapp.tasks.import_claims import task_import_release, worker_identity
+    from workers.recovery import resume_after_database_loss
+
+    try:
+        execute()
+    except DATABASE_LOST:
+        release = partial(task_import_release, import_id=import_id, worker=worker_identity())
+        resume_after_database_loss(f"import {import_id}", release=release)
 
 
 def generator_source(task_import: TaskImport) -> ImportSource:

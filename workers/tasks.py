@@ -12,14 +12,19 @@ from workers.celery import app
 @app.task(name="workers.tasks.run_evaluation", bind=True)
 def run_evaluation(self: Task, run_id: int) -> None:
     # Imported here so that loading this module (which the worker does at start) stays cheap.
+    from webapp.core.database import DATABASE_LOST
     from workers.evaluation import execute_evaluation
-    from workers.recovery import check_again_later
+    from workers.recovery import check_again_later, resume_after_database_loss
 
-    played = execute_evaluation(
-        run_id,
-        worker=self.request.hostname or socket.gethostname(),
-        background_heartbeat=not self.request.is_eager,
-    )
+    try:
+        played = execute_evaluation(
+            run_id,
+            worker=self.request.hostname or socket.gethostname(),
+            background_heartbeat=not self.request.is_eager,
+        )
+    except DATABASE_LOST:
+        resume_after_database_loss(f"run {run_id}")
+        return
     if not played and not self.request.is_eager:
         # A message for a run that is running: a duplicate, or the job of a worker process that
         # died a moment ago (a prefork child killed by the OOM killer comes back here through

@@ -155,6 +155,20 @@ def task_imports_recover() -> list[int]:
     return [task_import.pk for task_import in lost]
 
 
+def task_import_release(*, import_id: int, worker: str) -> bool:
+    """Give back a claim that ``worker`` cannot finish although it lives (it lost the database:
+    its transaction, and so the import, committed nothing), and send the import again; the next
+    claim starts it over. A live claimant is never judged gone, so without this nobody would."""
+    released = TaskImport.objects.filter(
+        pk=import_id, status=TaskImport.Status.RUNNING, worker=worker
+    ).update(status=TaskImport.Status.PENDING, worker="")
+    if released:
+        task_import = TaskImport.objects.only("pk", "source").get(pk=import_id)
+        enqueue_on_commit(task_name(task_import), import_id)  # outside a transaction: now
+        logger.info("import %s: given back by %s, sent again", import_id, worker)
+    return bool(released)
+
+
 class ImportLiveness(Heartbeat):
     """A running import's heartbeat, which also writes its progress (at once when the import
     reports some), so that both are visible, and kept, while the import's transaction is still
