@@ -33,11 +33,11 @@ from models_gpu.sandbox import harness
 from models_gpu.sandbox.isolation import Isolation, current_isolation
 
 HARNESS = Path(harness.__file__)
-_HARNESS_MODULE = "dialab_sandbox_harness"
+HARNESS_MODULE = "dialab_sandbox_harness"
 # Run in each sandboxed process: argv is [code directory, role].
 _BOOTSTRAP = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    f"from {_HARNESS_MODULE} import main; main(sys.argv[1])"
+    f"from {HARNESS_MODULE} import main; main(sys.argv[1])"
 )
 _TAIL_CHARS = 1500
 _REPORT_LIMIT_BYTES = 4_000_000
@@ -236,7 +236,7 @@ def _compiled_harness(python: str) -> Path:
     """
     directory = Path(tempfile.mkdtemp(prefix="dialab-harness-"))
     atexit.register(shutil.rmtree, directory, True)
-    source = directory / f"{_HARNESS_MODULE}.py"
+    source = directory / f"{HARNESS_MODULE}.py"
     shutil.copyfile(HARNESS, source)
     subprocess.run(
         [

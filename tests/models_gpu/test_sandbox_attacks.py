@@ -22,12 +22,13 @@ from pathlib import Path
 import pytest
 
 from models_gpu.sandbox import SandboxLimits, run_tests
+from models_gpu.sandbox.runner import HARNESS_MODULE
 
 WRONG = "def add(a, b):\n    return a - b\n"
 TESTS = "assert add(1, 2) == 3\nassert add(-1, 1) == 0\n"
 REPO = Path(__file__).resolve().parents[2]
 FORGED_REPORT = '{"loaded": true, "load_error": null, "limit": null, "tests": [{"name": "x", "passed": true, "error": null}]}'  # noqa: E501
-HARNESS_MARKER = "def serve_candidate("  # in the command line of every sandboxed process
+HARNESS_MARKER = HARNESS_MODULE  # in the command line of every sandboxed process and its bwrap
 
 ATTACKS: dict[str, str] = {
     # Native code and other interpreters' packages.
@@ -206,11 +207,13 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Host]:
 
 
 def sandboxed_processes() -> list[int]:
+    """Live processes of a sandboxed verification (zombies, already dead, are not counted)."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if HARNESS_MARKER.encode() in (entry / "cmdline").read_bytes():
+                ours = HARNESS_MARKER.encode() in (entry / "cmdline").read_bytes()
+                if ours and "State:\tZ" not in (entry / "status").read_text():
                     found.append(int(entry.name))
             except OSError:
                 continue

@@ -76,6 +76,22 @@ def test_dialogue_page_escapes_model_text_and_shows_verdicts(researcher_client, 
     assert "✔ correct" in html
 
 
+def test_an_unsandboxed_code_verdict_is_marked_on_the_dialogue_page(researcher_client, run) -> None:  # type: ignore[no-untyped-def]
+    task = TaskFactory(task_set=run.task_set)
+    sandboxed, unsandboxed = dialogue_payload(task.pk, 0), dialogue_payload(task.pk, 1)
+    sandboxed["turns"][0]["verdict_details"] = {"reason": "correct", "sandbox": "bubblewrap"}
+    unsandboxed["turns"][0]["verdict_details"] = {"reason": "correct", "sandbox": "none"}
+    dialogues_store(run_id=run.pk, dialogues=[sandboxed, unsandboxed])
+    pages = {
+        dialogue.sample_index: researcher_client.get(
+            reverse("dialogue_detail", args=[dialogue.pk])
+        ).content.decode()
+        for dialogue in Dialogue.objects.all()
+    }
+    assert 'class="unsandboxed"' not in pages[0]
+    assert 'class="unsandboxed"' in pages[1]
+
+
 def test_transcripts_filter_by_run_and_outcome(researcher_client, run) -> None:  # type: ignore[no-untyped-def]
     task = TaskFactory(task_set=run.task_set)
     unsolved = {**dialogue_payload(task.pk, 1), "outcome": "unsolved", "first_correct_turn": None}

@@ -28,7 +28,7 @@ from tests.factories import (
 from webapp.annotations.models import Annotation, LabelQuestion, LabelSchema
 from webapp.dialogues import exporting
 from webapp.dialogues.filters import DialogueFilters
-from webapp.dialogues.models import Dialogue
+from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.services import dialogues_store
 from webapp.runs.models import Run
 
@@ -43,9 +43,9 @@ DIALOGUE_KEYS = [
 ]  # fmt: skip
 TURN_KEYS = [
     "index", "round", "role", "kind", "text", "extracted_answer", "is_correct", "score",
-    "leak_flag", "prompt_tokens", "completion_tokens", "latency_ms", "labels",
+    "verdict_sandbox", "leak_flag", "prompt_tokens", "completion_tokens", "latency_ms", "labels",
 ]  # fmt: skip
-PRIVATE_TURN_KEYS = [*TURN_KEYS[:8], "verdict_details", "private_context", *TURN_KEYS[8:]]
+PRIVATE_TURN_KEYS = [*TURN_KEYS[:9], "verdict_details", "private_context", *TURN_KEYS[9:]]
 
 
 def turn(role: str, kind: str, text: str, **fields: Any) -> dict[str, Any]:
@@ -198,8 +198,9 @@ def test_a_record_holds_the_dialogue_its_turns_verdicts_and_labels(corpus):
     first, teacher, last = record["turns"]
     assert first == {
         "index": 0, "round": 1, "role": "student", "kind": "attempt", "text": "It is 4.",
-        "extracted_answer": "4", "is_correct": False, "score": 0.0, "leak_flag": False,
-        "prompt_tokens": 11, "completion_tokens": 7, "latency_ms": 12.5, "labels": [],
+        "extracted_answer": "4", "is_correct": False, "score": 0.0, "verdict_sandbox": None,
+        "leak_flag": False, "prompt_tokens": 11, "completion_tokens": 7, "latency_ms": 12.5,
+        "labels": [],
     }  # fmt: skip
     assert teacher["text"] == "Check the carry. Ünïcode ✓"
     assert teacher["leak_flag"] is True and teacher["is_correct"] is None
@@ -216,6 +217,17 @@ def test_a_record_holds_the_dialogue_its_turns_verdicts_and_labels(corpus):
     ]  # fmt: skip
     # A run without a teacher model.
     assert exported[2]["run"]["teacher"] is None
+
+
+def test_an_unsandboxed_verdict_is_marked_even_without_the_private_context(corpus):
+    turn = Turn.objects.filter(dialogue=corpus["unsolved"], kind="attempt").first()
+    turn.verdict_details = {"reason": "tests_failed", "sandbox": "none", "secret": SENTINEL}
+    turn.save(update_fields=["verdict_details"])
+    text = "".join(exporting.jsonl_lines(filters=DialogueFilters()))
+    assert SENTINEL not in text
+    record = next(r for r in lines(text) if r["id"] == corpus["unsolved"].pk)
+    marks = [t["verdict_sandbox"] for t in record["turns"] if t["index"] == turn.index]
+    assert marks == ["none"]
 
 
 def test_drafts_are_not_exported(corpus):

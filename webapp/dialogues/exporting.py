@@ -17,10 +17,15 @@ One record (a JSONL line) is::
      "task": {"id", "external_id", "prompt", "domain", "difficulty", ["reference"]},
      "sample_index", "seed", "outcome", "first_correct_turn", "num_turns", "end_reason",
      "turns": [{"index", "round", "role", "kind", "text", "extracted_answer", "is_correct",
-                "score", ["verdict_details", "private_context"], "leak_flag", "prompt_tokens",
-                "completion_tokens", "latency_ms", "labels": [LABEL, ...]}, ...],
+                "score", "verdict_sandbox", ["verdict_details", "private_context"],
+                "leak_flag", "prompt_tokens", "completion_tokens", "latency_ms",
+                "labels": [LABEL, ...]}, ...],
      "labels": [LABEL, ...]}      # labels of the whole dialogue
     LABEL = {"schema", "question", "value", "author", "updated_at"}
+
+``verdict_sandbox`` is how a code verdict's candidate ran: "bubblewrap", "none" (unsandboxed,
+``DIALAB_SANDBOX=none``), or null for verdicts that ran no code. It is exported with or without
+the private context, so an unsandboxed verdict is marked wherever it goes.
 
 In the Hugging Face dataset the free-form JSON values (``reference``, ``verdict_details``,
 ``private_context`` and label ``value``) are stored JSON-encoded as strings, so the schema is the
@@ -40,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db.models import QuerySet
+from django.db.models.fields.json import KT
 from django.http import QueryDict
 from django.utils import timezone
 
@@ -93,6 +99,8 @@ _TURN_FIELDS_BEFORE_PRIVATE = (
     "score",
 )
 TURN_PRIVATE_FIELDS = ("verdict_details", "private_context")
+# Read from inside verdict_details without reading the rest of it (that is private).
+_VERDICT_SANDBOX = KT("verdict_details__sandbox")
 _TURN_FIELDS_AFTER_PRIVATE = (
     "leak_flag",
     "prompt_tokens",
@@ -182,15 +190,17 @@ def _chunk_records(
     pks = [row["pk"] for row in dialogues]
     turn_fields = (
         *_TURN_FIELDS_BEFORE_PRIVATE,
+        "verdict_sandbox",
         *(TURN_PRIVATE_FIELDS if include_private else ()),
         *_TURN_FIELDS_AFTER_PRIVATE,
     )
+    stored_fields = [name for name in turn_fields if name != "verdict_sandbox"]
     turns_by_dialogue: dict[int, list[dict[str, Any]]] = defaultdict(list)
     turns_by_pk: dict[int, dict[str, Any]] = {}
     for row in (
         Turn.objects.filter(dialogue_id__in=pks)
         .order_by("dialogue_id", "index")
-        .values("pk", "dialogue_id", *turn_fields)
+        .values("pk", "dialogue_id", *stored_fields, verdict_sandbox=_VERDICT_SANDBOX)
         .iterator(chunk_size=EXPORT_CHUNK * 20)
     ):
         record = {name: row[name] for name in turn_fields}
@@ -295,6 +305,7 @@ def hf_features(*, include_private: bool = False) -> Any:
         "extracted_answer": Value("string"),
         "is_correct": Value("bool"),
         "score": Value("float64"),
+        "verdict_sandbox": Value("string"),
     }
     if include_private:
         turn |= {"verdict_details": Value("string"), "private_context": Value("string")}

@@ -1,0 +1,70 @@
+"""Hostile code through a real worker: "Try it" on a code task grades it failed, the host unharmed.
+
+The worker process carries secrets in its environment (as a production worker carries
+DATABASE_URL and API keys); the candidate looks for them everywhere and tries to forge a pass.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from django.db import transaction
+
+from tests.e2e.conftest import wait_until
+from tests.factories import TaskFactory
+from tests.models_gpu.test_sandbox_attacks import sandboxed_processes
+from webapp.tasks.models import Task, VerifierProbe
+from webapp.tasks.services import probe_create
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+HOSTILE = """
+import os, sys
+def add(a, b):
+    return a - b
+found = dict(os.environ)
+for path in ('/proc/self/environ', '/proc/%d/environ' % os.getppid(), '/proc/1/environ'):
+    try:
+        found[path] = open(path).read()
+    except OSError as error:
+        found[path] = str(error)
+print(found)
+forged = '{"loaded": true, "tests": [{"name": "x", "passed": true, "error": null}]}'
+for fd in range(0, 256):
+    try:
+        os.write(fd, forged.encode())
+    except OSError:
+        pass
+import ast, builtins
+ast.parse = lambda *a, **k: ast.Module(body=[], type_ignores=[])
+builtins.AssertionError = type('Nothing', (Exception,), {})
+"""
+
+
+def test_a_hostile_try_it_through_a_worker_fails_and_leaks_nothing(
+    start_worker, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    secret = secrets.token_hex(16)
+    monkeypatch.setenv("DIALAB_TEST_API_KEY", secret)  # inherited by the worker started below
+    worker = start_worker()
+    task = TaskFactory(
+        prompt="Write add(a, b).",
+        reference={"tests": "assert add(1, 2) == 3\n", "entry_point": "add"},
+        verifier_kind=Task.VerifierKind.CODE,
+    )
+    with transaction.atomic():
+        probe = probe_create(task=task, response=f"```python\n{HOSTILE}```", user=None)
+
+    def checked() -> bool:
+        row = VerifierProbe.objects.get(pk=probe.pk)
+        return row.verdict is not None or bool(row.error)
+
+    wait_until(checked, timeout=60)
+    probe.refresh_from_db()
+    assert probe.verdict is not None, probe.error + worker.output()
+    assert probe.verdict["correct"] is False
+    assert probe.verdict["details"]["sandbox"] == "bubblewrap"
+    assert secret not in repr(probe.verdict)
+    assert secret not in worker.output()
+    assert sandboxed_processes() == []
