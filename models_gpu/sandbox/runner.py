@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import hashlib
 import json
 import math
 import os
@@ -228,31 +229,53 @@ def _start(
 
 @functools.cache
 def _compiled_harness(python: str) -> Path:
-    """A directory holding the harness and its bytecode, made once per process and interpreter.
+    """A directory holding the harness and its bytecode for ``python``, shared by the processes
+    of this user on this machine.
 
     Compiling the harness in each sandboxed process cost about 20 ms of the 40 ms it takes to
     start; a ``.pyc`` written here by the same interpreter is read instead (``-B`` only stops
-    writing). Readable by the sandbox's user, writable only by us.
+    writing). Readable by the sandbox's user, writable only by us. Named after the harness and
+    the interpreter, so that worker processes that come and go (a pool child per job) reuse one
+    directory instead of leaving one each; a directory of that name that we do not own is never
+    trusted: we build a private one instead.
     """
-    directory = Path(tempfile.mkdtemp(prefix="dialab-harness-"))
-    atexit.register(shutil.rmtree, directory, True)
-    source = directory / f"{HARNESS_MODULE}.py"
+    digest = hashlib.sha256(HARNESS.read_bytes() + python.encode()).hexdigest()[:16]
+    shared = Path(tempfile.gettempdir()) / f"dialab-harness-{os.geteuid()}-{digest}"
+    if _ours_and_closed(shared):
+        return shared
+    private = Path(tempfile.mkdtemp(prefix="dialab-harness-"))
+    source = private / f"{HARNESS_MODULE}.py"
     shutil.copyfile(HARNESS, source)
+    compile_source = "import py_compile, sys; py_compile.compile(sys.argv[1], doraise=True)"
     subprocess.run(
-        [
-            python,
-            "-I",
-            "-c",
-            "import py_compile, sys; py_compile.compile(sys.argv[1], doraise=True)",
-            str(source),
-        ],
+        [python, "-I", "-c", compile_source, str(source)],
         check=True,
         capture_output=True,
         timeout=60,
     )
-    for path in [directory, *directory.rglob("*")]:
+    for path in [private, *private.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    return directory
+    with contextlib.suppress(OSError):  # another process got there first: use theirs
+        os.rename(private, shared)
+        return shared
+    if _ours_and_closed(shared):
+        shutil.rmtree(private, ignore_errors=True)
+        return shared
+    atexit.register(shutil.rmtree, private, True)
+    return private
+
+
+def _ours_and_closed(directory: Path) -> bool:
+    """Whether ``directory`` and everything in it is ours and writable by no one else."""
+    try:
+        paths = [directory, *directory.rglob("*")]
+        for path in paths:
+            status = path.lstat()
+            if status.st_uid != os.geteuid() or status.st_mode & 0o022 or path.is_symlink():
+                return False
+    except OSError:
+        return False
+    return (directory / f"{HARNESS_MODULE}.py").is_file()
 
 
 def _send_job(process: subprocess.Popen[bytes], job: dict[str, Any]) -> None:

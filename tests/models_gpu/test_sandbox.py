@@ -294,3 +294,19 @@ def test_a_misspelt_mode_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DIALAB_SANDBOX", "bubblewarp")
     with pytest.raises(ValueError, match="DIALAB_SANDBOX"):
         current_isolation()
+
+
+def test_a_harness_directory_someone_else_could_write_is_not_trusted(tmp_path: Path) -> None:
+    from models_gpu.sandbox.runner import HARNESS_MODULE, _ours_and_closed
+
+    directory = tmp_path / "harness"
+    directory.mkdir(mode=0o755)
+    (directory / f"{HARNESS_MODULE}.py").write_text("")
+    (directory / f"{HARNESS_MODULE}.py").chmod(0o644)
+    assert _ours_and_closed(directory)
+    directory.chmod(0o777)
+    assert not _ours_and_closed(directory)
+    directory.chmod(0o755)
+    if os.geteuid() == 0:  # a file planted by another user
+        os.chown(directory / f"{HARNESS_MODULE}.py", 65534, 65534)
+        assert not _ours_and_closed(directory)
