@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from models_gpu.sandbox import harness
-from models_gpu.sandbox.isolation import Isolation, current_isolation
+from models_gpu.sandbox.isolation import Isolation, Sandboxed, current_isolation
 
 HARNESS = Path(harness.__file__)
 HARNESS_MODULE = "dialab_sandbox_harness"
@@ -160,7 +160,7 @@ def _run_pair(
         "open_files": limits.open_files,
     }
     deadline = time.monotonic() + limits.timeout_seconds + _START_UP_SECONDS
-    started: list[subprocess.Popen[bytes]] = []
+    started: list[Sandboxed] = []
     try:
         tests_end, candidate_end = socket.socketpair()
         with tests_end, candidate_end:
@@ -175,7 +175,7 @@ def _run_pair(
             started.append(tests_process)
         # The parent's ends are closed now: each side sees the other's exit as end of file.
         _send_job(
-            candidate_process,
+            candidate_process.process,
             {
                 "candidate": candidate,
                 "channel_fd": channel_fds["candidate"],
@@ -188,12 +188,14 @@ def _run_pair(
             "channel_fd": channel_fds["tests"],
             "limits": process_limits,
         }
-        report, timed_out = _read_report(tests_process, tests_job, deadline)
-        candidate_status = _status_if_ended(candidate_process, wait=report is not None)
+        report, timed_out = _read_report(tests_process.process, tests_job, deadline)
+        # Its exit status matters only when the tests say it ended early (it says why).
+        ended_early = report is not None and report.get("candidate_failure") is not None
+        candidate_status = _status_if_ended(candidate_process.process, wait=ended_early)
         return _Finished(report, timed_out, candidate_status)
     finally:
-        for process in started:
-            _stop(process, where)
+        for sandbox in started:
+            sandbox.stop()
 
 
 def _start(
@@ -204,7 +206,7 @@ def _start(
     limits: SandboxLimits,
     *,
     stdout: int | None,
-) -> subprocess.Popen[bytes]:
+) -> Sandboxed:
     """One side: its stdout (unless piped to us) and stderr go to files we read the tails of."""
     home = outputs / f"{role}-home"
     with contextlib.ExitStack() as files:
@@ -308,16 +310,6 @@ def _status_if_ended(process: subprocess.Popen[bytes], *, wait: bool) -> int | N
     with contextlib.suppress(subprocess.TimeoutExpired):
         return process.wait(timeout=0.2 if wait else 0.0)
     return None
-
-
-def _stop(process: subprocess.Popen[bytes], where: Isolation) -> None:
-    """Kill the whole tree: bubblewrap's PID namespace dies with it; unsandboxed, the group."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if where.mode == "none":
-            os.killpg(process.pid, signal.SIGKILL)
-        else:
-            process.kill()
-    process.communicate()
 
 
 def _summarise(
