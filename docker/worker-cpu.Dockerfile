@@ -12,6 +12,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONPATH=/app \
     DIALAB_DATA_DIR=/data
 
+# bubblewrap: the sandbox model-written code runs in (README, "The code sandbox").
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bubblewrap \
+ && rm -rf /var/lib/apt/lists/*
+
 # Same UID as the other Dialab images; /models is where the shared `models` volume is mounted.
 RUN useradd --uid 10001 --user-group --create-home --shell /usr/sbin/nologin dialab \
  && install -d -o dialab -g dialab /data /models \

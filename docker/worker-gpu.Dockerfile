@@ -32,7 +32,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends software-properties-common gpg-agent ca-certificates \
  && add-apt-repository -y ppa:deadsnakes/ppa \
  && apt-get update \
- && apt-get install -y --no-install-recommends python3.11 python3.11-venv \
+ && apt-get install -y --no-install-recommends python3.11 python3.11-venv bubblewrap \
  && apt-get purge -y --auto-remove software-properties-common gpg-agent \
  && rm -rf /var/lib/apt/lists/* \
  && python3.11 -m venv /opt/venv
