@@ -165,17 +165,13 @@ def _run_pair(
         tests_end, candidate_end = socket.socketpair()
         with tests_end, candidate_end:
             channel_fds = {"candidate": candidate_end.fileno(), "tests": tests_end.fileno()}
-            candidate_process = _start(
-                where, "candidate", candidate_end, outputs, limits, stdout=None
-            )
-            started.append(candidate_process)
-            tests_process = _start(
-                where, "tests", tests_end, outputs, limits, stdout=subprocess.PIPE
-            )
-            started.append(tests_process)
+            candidate_side = _start(where, "candidate", candidate_end, outputs, limits, stdout=None)
+            started.append(candidate_side)
+            tests_side = _start(where, "tests", tests_end, outputs, limits, stdout=subprocess.PIPE)
+            started.append(tests_side)
         # The parent's ends are closed now: each side sees the other's exit as end of file.
         _send_job(
-            candidate_process.process,
+            candidate_side.process,
             {
                 "candidate": candidate,
                 "channel_fd": channel_fds["candidate"],
@@ -188,10 +184,10 @@ def _run_pair(
             "channel_fd": channel_fds["tests"],
             "limits": process_limits,
         }
-        report, timed_out = _read_report(tests_process.process, tests_job, deadline)
+        report, timed_out = _read_report(tests_side.process, tests_job, deadline)
         # Its exit status matters only when the tests say it ended early (it says why).
         ended_early = report is not None and report.get("candidate_failure") is not None
-        candidate_status = _status_if_ended(candidate_process.process, wait=ended_early)
+        candidate_status = _status_if_ended(candidate_side.process, wait=ended_early)
         return _Finished(report, timed_out, candidate_status)
     finally:
         for sandbox in started:
