@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import json
 import os
 import select
@@ -297,8 +298,13 @@ def _mounts(interpreter: str) -> tuple[str, ...]:
     for prefix in {facts["prefix"], facts["exec_prefix"]}:
         if not _inside(prefix, "/usr"):
             mounts += ["--ro-bind", prefix, prefix]
-    for site_dir in sorted(set(facts["site_dirs"])):
-        if os.path.isdir(site_dir):
+    # Its own package directories, and every other Python's under /usr: the application may
+    # have been installed for another interpreter than the one the sandbox runs.
+    others = glob.glob("/usr/lib*/python3*/*-packages") + glob.glob(
+        "/usr/local/lib*/python3*/*-packages"
+    )
+    for site_dir in sorted({*facts["site_dirs"], *others}):
+        if os.path.isdir(site_dir) and not os.path.islink(site_dir):
             mounts += ["--tmpfs", site_dir, "--remount-ro", site_dir]
     return tuple(mounts)
 

@@ -310,3 +310,27 @@ def test_a_harness_directory_someone_else_could_write_is_not_trusted(tmp_path: P
     if os.geteuid() == 0:  # a file planted by another user
         os.chown(directory / f"{HARNESS_MODULE}.py", 65534, 65534)
         assert not _ours_and_closed(directory)
+
+
+def test_no_installed_packages_are_visible_inside() -> None:
+    candidate = (
+        "import glob, os, sys\n"
+        "dirs = glob.glob('/usr/lib*/python3*/*-packages') + glob.glob('/usr/local/lib*/python3*/*-packages')\n"  # noqa: E501
+        "SEEN = sorted(name for d in dirs for name in os.listdir(d))\n"
+        "ROOT = sorted(os.listdir('/'))\n"
+    )
+    allowed = {
+        "bin",
+        "sbin",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "usr",
+        "dev",
+        "tmp",
+        "sandbox-code",
+    }
+    tests = f"assert SEEN == []\nassert set(ROOT) <= {allowed!r}\n"
+    report = run_tests(candidate, tests, limits=FAST)
+    assert report.passed, report
