@@ -3,11 +3,11 @@
 The boundary is the operating system, set up by bubblewrap (Debian package ``bubblewrap``, the
 tool Flatpak uses): each process gets fresh user, PID, network, IPC, UTS and cgroup namespaces
 (no network at all, not even loopback), no new user namespaces inside, uid and gid 65534, a
-read-only view of ``/usr`` and the interpreter's prefix with every site-packages directory
-masked, a private size-capped tmpfs as its only writable place, a read-only minimal ``/dev``, no
-``/proc``, no ``/etc``, no
-environment, no descriptors but the ones handed over, a seccomp deny list (``seccomp.py``), and
-it dies with its parent. A worker running as root starts bubblewrap as user 65534 ("nobody",
+read-only view of ``/usr`` and the interpreter's prefix with every package directory
+(site-packages, dist-packages) of every Python there masked, a private size-capped tmpfs as its
+only writable place, a read-only minimal ``/dev``, no ``/proc``, no ``/etc``, no environment, no
+descriptors but the ones handed over, a seccomp deny list (``seccomp.py``), and it dies with its
+parent. A worker running as root starts bubblewrap as user 65534 ("nobody",
 through util-linux's ``setpriv``), so nothing in the sandbox is root on the host, not even
 through the user namespace's mapping.
 
