@@ -68,3 +68,26 @@ def test_a_hostile_try_it_through_a_worker_fails_and_leaks_nothing(
     assert secret not in repr(probe.verdict)
     assert secret not in worker.output()
     assert sandboxed_processes() == []
+
+
+def test_a_worker_without_bubblewrap_refuses_code_and_says_how_to_enable_it(
+    start_worker, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("PATH", str(tmp_path))  # the worker finds no bwrap
+    worker = start_worker()
+    task = TaskFactory(
+        prompt="Write add(a, b).",
+        reference={"tests": "assert add(1, 2) == 3\n", "entry_point": "add"},
+        verifier_kind=Task.VerifierKind.CODE,
+    )
+    with transaction.atomic():
+        probe = probe_create(task=task, response="def add(a, b):\n    return a + b\n", user=None)
+
+    def checked() -> bool:
+        row = VerifierProbe.objects.get(pk=probe.pk)
+        return row.verdict is not None or bool(row.error)
+
+    wait_until(checked, timeout=60, message=worker.output)
+    probe.refresh_from_db()
+    assert probe.verdict is None, "no verdict without a sandbox"
+    assert "bubblewrap" in probe.error and "apt-get install bubblewrap" in probe.error
