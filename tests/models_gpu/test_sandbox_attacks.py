@@ -239,6 +239,31 @@ def test_the_attack_fails_and_the_host_is_unharmed(name: str, host: Host) -> Non
     assert_host_unharmed(host, repr(report))
 
 
+@pytest.mark.parametrize("entry_point", ["add", None])
+def test_names_that_shadow_the_builtins_the_tests_use_are_not_theirs(
+    entry_point: str | None, host: Host
+) -> None:
+    candidate = (
+        WRONG
+        + "def abs(x):\n    return 0\n"
+        + "def len(x):\n    return 3\n"
+        + "def isinstance(*args):\n    return True\n"
+        + "AssertionError = ValueError\n"
+    )
+    tests = (
+        "assert abs(add(1, 2) - 3) < 0.5\n"
+        # Each passes only if the name is the candidate's, not the builtin.
+        "assert len([add(1, 2)]) == 3\n"
+        "assert isinstance(add(1, 2), str)\n"
+        "try:\n    assert add(1, 2) == 3\nexcept AssertionError:\n    raise\n"
+    )
+    report = run_tests(
+        candidate, tests, entry_point=entry_point, limits=SandboxLimits(timeout_seconds=2)
+    )
+    assert report.outcome == "tests_failed", report
+    assert not any(test.passed for test in report.tests), report
+
+
 def test_the_same_attacks_without_an_entry_point_fail_too(host: Host) -> None:
     # Without an entry point every name the candidate defines reaches the tests as a stand-in.
     for name in ("an object equal to everything", "patched ast: every assert becomes pass"):
