@@ -677,7 +677,7 @@ def _run_tests(
     for statement in module.body:
         code = compile(ast.Module(body=[statement], type_ignores=[]), "<tests>", "exec")
         failure = _guarded(exec, code, namespace)
-        if isinstance(statement, ast.Assert):
+        if _asserts_something(statement):
             results.append(_outcome(_statement_name(tests, statement), failure))
         elif failure is not None:  # setup failed: everything after it would fail for that reason
             results.append(_outcome(f"line {statement.lineno}", failure))
@@ -720,6 +720,16 @@ def _describe_test_failure(error: BaseException) -> str:
     if isinstance(notes, list) and notes:
         text += "\n" + "\n".join(str(note) for note in notes)
     return text[-_TAIL_CHARS:]
+
+
+def _asserts_something(statement: ast.stmt) -> bool:
+    """A top-level assert, or a loop or block with asserts in it (``for x, y in cases: assert
+    f(x) == y``): a test. Definitions are not: their asserts run when they are called."""
+    import ast
+
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return False
+    return any(isinstance(node, ast.Assert) for node in ast.walk(statement))
 
 
 def _statement_name(tests: str, statement: ast.stmt) -> str:

@@ -81,6 +81,17 @@ def test_classes_generators_and_in_place_changes_work_through_the_boundary() -> 
     assert report.passed, report
 
 
+def test_asserts_in_a_loop_are_a_test() -> None:
+    tests = (
+        "cases = [(1, 2, 3), (2, 2, 4)]\nfor a, b, total in cases:\n    assert add(a, b) == total\n"
+    )
+    report = run_tests(GOOD, tests, entry_point="add", limits=FAST)
+    assert report.passed, report
+    assert [t.name for t in report.tests] == ["line 2: for a, b, total in cases:"]
+    wrong = run_tests("def add(a, b):\n    return 3\n", tests, entry_point="add", limits=FAST)
+    assert wrong.outcome == "tests_failed"
+
+
 def test_the_candidates_exceptions_can_be_expected_by_the_tests() -> None:
     candidate = (
         "class Bad(ValueError):\n    pass\n"
