@@ -1,11 +1,12 @@
 """``code``: the response's code passes the task's unit tests, run in ``models_gpu.sandbox``.
 
 Reference: ``{"tests": str, "entry_point": str (optional), "prompt_prefix": str (optional)}``.
-Tests are asserts, ``test_*`` functions, or a HumanEval ``check(candidate)`` (needs the entry
-point). The code is the last fenced python block of the response, else the whole response; a
-``prompt_prefix`` (HumanEval's signature and docstring) goes before it, so a body-only
-completion and a complete function both work. The details say which test failed and how: the
-teacher of a coding task is meant to see failing assertions.
+Tests are asserts (top-level, or in a loop or block: one test each), ``test_*`` functions, or
+a HumanEval ``check(candidate)`` (needs the entry point). The code is the last fenced python
+block of the response, else the whole response; a ``prompt_prefix`` (HumanEval's signature and
+docstring) goes before it, so a body-only completion and a complete function both work. The
+details say which test failed and how: the teacher of a coding task is meant to see failing
+assertions.
 """
 
 from __future__ import annotations
