@@ -16,6 +16,7 @@ from the kernel's ``asm/unistd_64.h`` (x86-64) and ``asm-generic/unistd.h`` (arm
 from __future__ import annotations
 
 import errno
+import functools
 import platform
 import struct
 
@@ -93,6 +94,7 @@ def denied_calls() -> tuple[str, ...]:
     return tuple(_DENIED)
 
 
+@functools.cache
 def compiled_filter(machine: str | None = None) -> bytes | None:
     """The filter for ``machine`` (default: this one), or None where there is no table for it."""
     machine = machine or platform.machine()

@@ -42,26 +42,33 @@ builtins.AssertionError = type('Nothing', (Exception,), {})
 """
 
 
-def test_a_hostile_try_it_through_a_worker_fails_and_leaks_nothing(
-    start_worker, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
-    secret = secrets.token_hex(16)
-    monkeypatch.setenv("DIALAB_TEST_API_KEY", secret)  # inherited by the worker started below
-    worker = start_worker()
+def try_code(worker, response: str) -> VerifierProbe:  # type: ignore[no-untyped-def]
+    """ "Try it" on an add(a, b) code task, as the editor sends it; the probe once the worker
+    has answered (a verdict, or an error)."""
     task = TaskFactory(
         prompt="Write add(a, b).",
         reference={"tests": "assert add(1, 2) == 3\n", "entry_point": "add"},
         verifier_kind=Task.VerifierKind.CODE,
     )
     with transaction.atomic():
-        probe = probe_create(task=task, response=f"```python\n{HOSTILE}```", user=None)
+        probe = probe_create(task=task, response=response, user=None)
 
-    def checked() -> bool:
+    def answered() -> bool:
         row = VerifierProbe.objects.get(pk=probe.pk)
         return row.verdict is not None or bool(row.error)
 
-    wait_until(checked, timeout=60)
+    wait_until(answered, timeout=60, message=worker.output)
     probe.refresh_from_db()
+    return probe
+
+
+def test_a_hostile_try_it_through_a_worker_fails_and_leaks_nothing(
+    start_worker, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    secret = secrets.token_hex(16)
+    monkeypatch.setenv("DIALAB_TEST_API_KEY", secret)  # inherited by the worker started below
+    worker = start_worker()
+    probe = try_code(worker, f"```python\n{HOSTILE}```")
     assert probe.verdict is not None, probe.error + worker.output()
     assert probe.verdict["correct"] is False
     assert probe.verdict["details"]["sandbox"] == "bubblewrap"
@@ -75,19 +82,6 @@ def test_a_worker_without_bubblewrap_refuses_code_and_says_how_to_enable_it(
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("PATH", str(tmp_path))  # the worker finds no bwrap
     worker = start_worker()
-    task = TaskFactory(
-        prompt="Write add(a, b).",
-        reference={"tests": "assert add(1, 2) == 3\n", "entry_point": "add"},
-        verifier_kind=Task.VerifierKind.CODE,
-    )
-    with transaction.atomic():
-        probe = probe_create(task=task, response="def add(a, b):\n    return a + b\n", user=None)
-
-    def checked() -> bool:
-        row = VerifierProbe.objects.get(pk=probe.pk)
-        return row.verdict is not None or bool(row.error)
-
-    wait_until(checked, timeout=60, message=worker.output)
-    probe.refresh_from_db()
+    probe = try_code(worker, "def add(a, b):\n    return a + b\n")
     assert probe.verdict is None, "no verdict without a sandbox"
     assert "bubblewrap" in probe.error and "apt-get install bubblewrap" in probe.error
