@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from models_gpu.prompts import DEFAULT_TEMPLATES
+from models_gpu.spec.templates import DEFAULT_TEMPLATES
 from models_gpu.types import GenerationRequest, Message, TaskSpec, Verdict
 
 StudentTurnKind = Literal["attempt", "question", "other"]

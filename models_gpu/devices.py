@@ -20,12 +20,13 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from models_gpu.spec.backends import DEVICE_PATTERN, DTYPES
+
 if TYPE_CHECKING:
     import torch
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N")
-DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
-_DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:\d+)?")
+_DEVICE_PATTERN = re.compile(DEVICE_PATTERN)
 
 
 def check_device_name(name: object) -> str:
@@ -36,8 +37,8 @@ def check_device_name(name: object) -> str:
 
 
 def check_dtype_name(name: object) -> str:
-    if name not in DTYPE_CHOICES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPE_CHOICES)}, got {name!r}")
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {name!r}")
     assert isinstance(name, str)
     return name
 

@@ -59,7 +59,8 @@ from models_gpu.backends.scripted import ScriptedGenerator
 from models_gpu.backends.shard_revealer import shard_revealer_reply
 from models_gpu.classify import StudentTurnKind
 from models_gpu.leak import LeakReference
-from models_gpu.prompts import render_template, resolve_templates
+from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.templates import render_template, resolve_templates
 from models_gpu.types import (
     DialogueJob,
     DialogueResult,
@@ -68,7 +69,6 @@ from models_gpu.types import (
     GenerationRequest,
     Generator,
     Message,
-    ProtocolSpec,
     Role,
     TaskSpec,
     TurnKind,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from models_gpu.prompts import DEFAULT_TEMPLATES
+from models_gpu.spec.templates import DEFAULT_TEMPLATES
 from models_gpu.types import GenerationRequest, Message, TaskSpec
 from models_gpu.verifiers.extraction import find_numbers, parse_number
 

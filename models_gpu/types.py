@@ -1,7 +1,9 @@
 """Plain, frozen data that crosses the boundary between Dialab's web side and its model code.
 
 Everything here is built from ORM rows by a selector in ``webapp`` (via ``workers``) and handed
-to ``models_gpu``; results come back the same way. Nothing here knows about Django.
+to ``models_gpu``; results come back the same way. Nothing here knows about Django. What the web
+side itself must agree on (the run configuration, ``ProtocolSpec``, ``RoleSpec``, the result
+rows) is defined in ``models_gpu.spec``.
 
 Vocabulary:
     turn round (``round``): the k in "accuracy after turn k". Round k holds the student's k-th
@@ -20,8 +22,6 @@ from typing import Any, Literal, Protocol
 Role = Literal["system", "student", "teacher", "user"]
 TurnKind = Literal["attempt", "question", "feedback", "shard", "other"]
 EndReason = Literal["solved", "max_turns", "shards_exhausted", "error"]
-ProtocolMode = Literal["didactic", "sharded", "self_correction", "single_turn"]
-SelfCorrectionStyle = Literal["nudge", "critique"]
 
 
 @dataclass(frozen=True)
@@ -92,43 +92,6 @@ class Generator(Protocol):
 
 
 @dataclass(frozen=True)
-class RoleSpec:
-    """Which model plays a role: backend name, where the model lives, generation parameters."""
-
-    backend: str
-    location: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ProtocolSpec:
-    """How dialogues run (``models_gpu.engine`` describes each mode).
-
-    mode: didactic | sharded | self_correction | single_turn.
-    max_turns: the most student replies (rounds) a dialogue gets; single_turn uses 1.
-    teacher_sees_reference / teacher_sees_verifier_details: the teacher's private context.
-    templates: overrides of ``models_gpu.prompts.DEFAULT_TEMPLATES`` by name; missing names use
-        the defaults, an empty string switches a system prompt off.
-    self_correction: after a wrong attempt, "nudge" (a fixed message) or "critique" (the student
-        critiques its own attempt first).
-    regenerate_leaks: how many times a teacher turn flagged as leaking the answer is generated
-        again (0: flag only).
-    judge_turn_kinds: ambiguous student replies go to the judge model (when one is given).
-    judge_leaks: teacher turns the rules did not flag go to the judge model (when one is given).
-    """
-
-    mode: ProtocolMode
-    max_turns: int
-    teacher_sees_reference: bool = True
-    teacher_sees_verifier_details: bool = True
-    templates: Mapping[str, str] = field(default_factory=dict)
-    self_correction: SelfCorrectionStyle = "nudge"
-    regenerate_leaks: int = 0
-    judge_turn_kinds: bool = False
-    judge_leaks: bool = False
-
-
-@dataclass(frozen=True)
 class DialogueJob:
     """One dialogue to run: a task and which sample of it (K samples per task for pass@k)."""
 
@@ -161,16 +124,3 @@ class DialogueResult:
     solved: bool
     first_correct_turn: int | None
     end_reason: EndReason
-
-
-@dataclass(frozen=True)
-class EvalSpec:
-    """Everything a worker needs to run an evaluation, frozen at launch."""
-
-    protocol: ProtocolSpec
-    student: RoleSpec
-    teacher: RoleSpec | None
-    jobs: tuple[DialogueJob, ...]
-    batch_size: int = 64
-    user_simulator: RoleSpec | None = None  # sharded; None: the scripted shard-revealer
-    judge: RoleSpec | None = None  # turn-kind and leak judge, when the protocol asks for one

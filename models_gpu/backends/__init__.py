@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from models_gpu.types import Generator, RoleSpec
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import Generator
 
 
 class UnknownBackend(ValueError):

@@ -13,10 +13,8 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from models_gpu.backends.safe_arithmetic import UnsupportedExpression, evaluate
 from models_gpu.types import GenerationRequest, Message
@@ -32,17 +30,6 @@ _DIRECTIONS = ("too_high", "too_low")
 class ArithmeticStudent:
     first_try_accuracy: float = 0.35
     feedback_gain: float = 0.45
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> ArithmeticStudent:
-        unknown = sorted(set(params) - {"first_try_accuracy", "feedback_gain"})
-        if unknown:
-            raise ValueError(f"arithmetic-student: unknown params {unknown}")
-        student = cls(**{name: float(value) for name, value in params.items()})
-        for name in ("first_try_accuracy", "feedback_gain"):
-            if not 0.0 <= getattr(student, name) <= 1.0:
-                raise ValueError(f"arithmetic-student: {name} must lie in [0, 1]")
-        return student
 
     def reply(self, request: GenerationRequest) -> str:
         user_messages = [message for message in request.messages if message.role == "user"]

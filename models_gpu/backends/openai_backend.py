@@ -35,27 +35,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from models_gpu.backends.params import integer_param, number_param
 from models_gpu.backends.prompting import chat_messages, turn_seed
-from models_gpu.types import Generation, GenerationRequest, RoleSpec
+from models_gpu.spec.backends import read_backend_params
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import Generation, GenerationRequest
 
-PARAMS = (
-    "model",
-    "api_key_env",
-    "max_concurrency",
-    "timeout_seconds",
-    "max_retries",
-    "backoff_seconds",
-    "temperature",
-    "top_p",
-    "max_new_tokens",
-)
-DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 # Sent when the variable is unset: local servers started without --api-key accept anything.
 PLACEHOLDER_API_KEY = "no-key"
 RETRIED_STATUSES = frozenset({408, 409, 429})
 MAX_BACKOFF_SECONDS = 60.0
-_ENV_VAR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Hosted APIs echo part of a wrong key ("Incorrect API key provided: sk-ab***xyz").
 _KEY_LIKE = re.compile(r"(?:\bsk-|\bBearer\s+)[A-Za-z0-9_\-*.]{3,}", re.IGNORECASE)
 
@@ -67,43 +55,20 @@ class OpenAIBackendError(RuntimeError):
 @dataclass(frozen=True)
 class OpenAIOptions:
     model: str
-    api_key_env: str = DEFAULT_API_KEY_ENV
-    max_concurrency: int = 8
-    timeout_seconds: float = 120.0
-    max_retries: int = 3
-    backoff_seconds: float = 1.0
-    temperature: float = 0.7
-    top_p: float = 1.0
-    max_new_tokens: int = 256
+    api_key_env: str
+    max_concurrency: int
+    timeout_seconds: float
+    max_retries: int
+    backoff_seconds: float
+    temperature: float
+    top_p: float
+    max_new_tokens: int
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> OpenAIOptions:
-        unknown = sorted(set(params) - set(PARAMS))
-        if unknown:
-            raise ValueError(
-                f"openai backend: unknown params {unknown}; known params: {', '.join(PARAMS)}"
-            )
-        model = params.get("model")
-        if not isinstance(model, str) or not model:
-            raise ValueError("openai backend: params.model (the served model's name) is required")
-        api_key_env = params.get("api_key_env", DEFAULT_API_KEY_ENV)
-        if not isinstance(api_key_env, str) or not _ENV_VAR_NAME.match(api_key_env):
-            # A key pasted here by mistake must not be echoed back in the error.
-            raise ValueError(
-                "openai backend: api_key_env must be the NAME of an environment variable "
-                "(letters, digits, underscores), not the key itself"
-            )
-        return cls(
-            model=model,
-            api_key_env=api_key_env,
-            max_concurrency=integer_param("openai", params, "max_concurrency", 8, low=1),
-            timeout_seconds=number_param("openai", params, "timeout_seconds", 120.0, low_open=True),
-            max_retries=integer_param("openai", params, "max_retries", 3, low=0),
-            backoff_seconds=number_param("openai", params, "backoff_seconds", 1.0),
-            temperature=number_param("openai", params, "temperature", 0.7),
-            top_p=number_param("openai", params, "top_p", 1.0, low_open=True, high=1.0),
-            max_new_tokens=integer_param("openai", params, "max_new_tokens", 256, low=1),
-        )
+        """Check ``params`` (``models_gpu.spec.backends``); an api_key_env that is not a
+        variable's name is refused without echoing it (it may be a pasted key)."""
+        return cls(**read_backend_params("openai", "", params))
 
 
 class OpenAIGenerator:

@@ -18,33 +18,25 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from models_gpu.backends.arithmetic_student import ArithmeticStudent
 from models_gpu.backends.feedback_teacher import feedback_teacher_reply
 from models_gpu.backends.shard_revealer import shard_revealer_reply
 from models_gpu.backends.sharded_student import ShardedStudent
-from models_gpu.types import Generation, GenerationRequest, RoleSpec
+from models_gpu.spec.backends import read_backend_params
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import Generation, GenerationRequest
 
 Policy = Callable[[GenerationRequest], str]
 
 
-def _without_params(name: str, policy: Policy) -> Callable[[Mapping[str, Any]], Policy]:
-    def factory(params: Mapping[str, Any]) -> Policy:
-        if params:
-            raise ValueError(f"{name} takes no params, got {sorted(params)}")
-        return policy
-
-    return factory
-
-
-_POLICY_FACTORIES: Mapping[str, Callable[[Mapping[str, Any]], Policy]] = {
-    "arithmetic-student": lambda params: ArithmeticStudent.from_params(params).reply,
-    "feedback-teacher": _without_params("feedback-teacher", feedback_teacher_reply),
-    "sharded-student": lambda params: ShardedStudent.from_params(params).reply,
-    "shard-revealer": _without_params("shard-revealer", shard_revealer_reply),
+# Each policy from its params (``models_gpu.spec.backends.SCRIPTED_POLICIES`` lists them).
+_POLICY_FACTORIES: Mapping[str, Callable[..., Policy]] = {
+    "arithmetic-student": lambda **params: ArithmeticStudent(**params).reply,
+    "feedback-teacher": lambda: feedback_teacher_reply,
+    "sharded-student": lambda **params: ShardedStudent(**params).reply,
+    "shard-revealer": lambda: shard_revealer_reply,
 }
-SCRIPTED_POLICIES: tuple[str, ...] = tuple(_POLICY_FACTORIES)
 
 
 @dataclass(frozen=True)
@@ -70,22 +62,6 @@ class ScriptedGenerator:
 
 
 def load_scripted(spec: RoleSpec) -> ScriptedGenerator:
-    factory = _POLICY_FACTORIES.get(spec.location)
-    if factory is None:
-        raise ValueError(
-            f"scripted backend has no policy {spec.location!r}; "
-            f"known policies: {', '.join(SCRIPTED_POLICIES)}"
-        )
-    params = dict(spec.params)
-    delay_ms = _delay_ms(params.pop("delay_ms", 0.0))
-    return ScriptedGenerator(factory(params), delay_ms=delay_ms)
-
-
-def _delay_ms(value: object) -> float:
-    try:
-        delay = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"delay_ms must be a number of milliseconds, got {value!r}") from None
-    if not 0.0 <= delay < float("inf"):
-        raise ValueError(f"delay_ms must be a finite number >= 0, got {value!r}")
-    return delay
+    params = read_backend_params("scripted", spec.location, spec.params)
+    delay_ms = params.pop("delay_ms")
+    return ScriptedGenerator(_POLICY_FACTORIES[spec.location](**params), delay_ms=delay_ms)

@@ -21,7 +21,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from models_gpu.backends.arithmetic_student import solve
 from models_gpu.types import GenerationRequest
@@ -76,17 +75,6 @@ class _Known:
 class ShardedStudent:
     ask_probability: float = 0.5
     final_accuracy: float = 1.0
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> ShardedStudent:
-        unknown = sorted(set(params) - {"ask_probability", "final_accuracy"})
-        if unknown:
-            raise ValueError(f"sharded-student: unknown params {unknown}")
-        student = cls(**{name: float(value) for name, value in params.items()})
-        for name in ("ask_probability", "final_accuracy"):
-            if not 0.0 <= getattr(student, name) <= 1.0:
-                raise ValueError(f"sharded-student: {name} must lie in [0, 1]")
-        return student
 
     def reply(self, request: GenerationRequest) -> str:
         user_texts = [m.content for m in request.messages if m.role == "user"]

@@ -5,18 +5,10 @@ becomes chat-template prompts (``tokenizer.apply_chat_template`` on ``chat_messa
 sorted by length, cut into micro-batches, left-padded, and each micro-batch is ONE
 ``model.generate`` call under ``torch.inference_mode``.
 
-Params (all optional; any other key is refused by name):
-    temperature         0 = greedy; else sampling at this temperature (default 0.7).
-    top_p               nucleus sampling, in (0, 1] (default 1.0 = off).
-    top_k               keep the k likeliest tokens; 0 or -1 = off (default 0).
-    repetition_penalty  > 0, 1.0 = off (default 1.0).
-    max_new_tokens      tokens generated per reply (default 64); a request's own
-                        ``max_new_tokens`` caps it further.
-    device              auto, cpu, cuda, cuda:N (default auto: CUDA when there is one).
-    dtype               auto, float32, bfloat16, float16 (default auto: bfloat16 on CUDA,
-                        float32 on CPU; see ``models_gpu.devices``).
-    micro_batch_size    most conversations per ``generate`` call (default 256); bigger batches are
-                        split, shortest prompts together.
+Params: ``models_gpu.spec.backends.BACKENDS["transformers"]`` (names, defaults, ranges; any
+other key is refused by name). A request's own ``max_new_tokens`` caps the param further; dtype
+"auto" is bfloat16 on CUDA and float32 on CPU (``models_gpu.devices``); batches bigger than
+``micro_batch_size`` are split, shortest prompts together.
 
 The checkpoint's own ``generation_config.json`` sampling defaults are not used: these params, with
 the defaults above, decide. Its end-of-sequence ids are (with the tokenizer's).
@@ -49,79 +41,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from models_gpu.backends.params import integer_param, number_param
 from models_gpu.backends.prompting import chat_messages
-from models_gpu.devices import check_device_name, check_dtype_name, resolve_device, resolve_dtype
-from models_gpu.types import Generation, GenerationRequest, RoleSpec
+from models_gpu.devices import resolve_device, resolve_dtype
+from models_gpu.spec.backends import read_backend_params
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import Generation, GenerationRequest
 
 if TYPE_CHECKING:
     import torch
-
-PARAMS = (
-    "temperature",
-    "top_p",
-    "top_k",
-    "repetition_penalty",
-    "max_new_tokens",
-    "device",
-    "dtype",
-    "micro_batch_size",
-)
 
 
 @dataclass(frozen=True)
 class TransformersOptions:
     """The validated params (see the module docstring for what each means)."""
 
-    temperature: float = 0.7
-    top_p: float = 1.0
-    top_k: int = 0
-    repetition_penalty: float = 1.0
-    max_new_tokens: int = 64
-    device: str = "auto"
-    dtype: str = "auto"
-    micro_batch_size: int = 256
+    temperature: float
+    top_p: float
+    top_k: int  # 0: off
+    repetition_penalty: float
+    max_new_tokens: int
+    device: str
+    dtype: str
+    micro_batch_size: int
 
 
 def parse_params(params: Mapping[str, Any]) -> TransformersOptions:
     """Check ``params`` (unknown keys, types, ranges) before anything heavy is imported."""
-    unknown = sorted(set(params) - set(PARAMS))
-    if unknown:
-        raise ValueError(
-            f"transformers backend: unknown params {unknown}; known params: {', '.join(PARAMS)}"
-        )
-    defaults = TransformersOptions()
-    try:
-        device = check_device_name(params.get("device", defaults.device))
-        dtype = check_dtype_name(params.get("dtype", defaults.dtype))
-    except ValueError as error:
-        raise ValueError(f"transformers backend: {error}") from None
-    top_k = integer_param("transformers", params, "top_k", defaults.top_k, low=-1)
-    return TransformersOptions(
-        temperature=number_param(
-            "transformers", params, "temperature", defaults.temperature, low=0.0
-        ),
-        top_p=number_param(
-            "transformers", params, "top_p", defaults.top_p, low=0.0, low_open=True, high=1.0
-        ),
-        top_k=max(top_k, 0),
-        repetition_penalty=number_param(
-            "transformers",
-            params,
-            "repetition_penalty",
-            defaults.repetition_penalty,
-            low=0.0,
-            low_open=True,
-        ),
-        max_new_tokens=integer_param(
-            "transformers", params, "max_new_tokens", defaults.max_new_tokens, low=1
-        ),
-        device=device,
-        dtype=dtype,
-        micro_batch_size=integer_param(
-            "transformers", params, "micro_batch_size", defaults.micro_batch_size, low=1
-        ),
-    )
+    values = read_backend_params("transformers", "", params)
+    return TransformersOptions(**{**values, "top_k": max(values["top_k"], 0)})
 
 
 def check_checkpoint(location: str) -> Path:

@@ -43,9 +43,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from models_gpu.backends.params import integer_param, number_param
 from models_gpu.backends.prompting import chat_messages, turn_seed
-from models_gpu.types import Generation, GenerationRequest, RoleSpec
+from models_gpu.spec.backends import read_backend_params
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import Generation, GenerationRequest
 
 # Sampling parameters apply per generator; engine parameters decide which LLM is built.
 SAMPLING_PARAMS = ("temperature", "top_p", "top_k", "max_new_tokens")
@@ -57,10 +58,6 @@ ENGINE_PARAMS = (
     "enforce_eager",
     "kv_cache_gib",
 )
-PARAMS = SAMPLING_PARAMS + ENGINE_PARAMS
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-DEFAULT_TEMPERATURE = 0.7
-DEFAULT_MAX_NEW_TOKENS = 256
 # vLLM on CPU sizes its KV cache from this variable (GiB); unset, it may reserve far more memory
 # than a laptop or a CI machine has to spare.
 CPU_KV_CACHE_ENV = "VLLM_CPU_KVCACHE_SPACE"
@@ -69,20 +66,20 @@ DEFAULT_CPU_KV_CACHE_GIB = "1"
 
 @dataclass(frozen=True)
 class SamplingOptions:
-    temperature: float = DEFAULT_TEMPERATURE
-    top_p: float = 1.0
-    top_k: int = -1  # vLLM's "off"
-    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+    temperature: float
+    top_p: float
+    top_k: int  # -1: vLLM's "off"
+    max_new_tokens: int
 
 
 @dataclass(frozen=True)
 class EngineOptions:
-    dtype: str = "auto"
-    max_model_len: int | None = None
-    gpu_memory_utilization: float | None = None
-    tensor_parallel_size: int = 1
-    enforce_eager: bool = False
-    kv_cache_gib: float | None = None
+    dtype: str
+    max_model_len: int | None
+    gpu_memory_utilization: float | None
+    tensor_parallel_size: int
+    enforce_eager: bool
+    kv_cache_gib: float | None
 
     def llm_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -101,37 +98,9 @@ class EngineOptions:
 
 def parse_params(params: Mapping[str, Any]) -> tuple[SamplingOptions, EngineOptions]:
     """Check ``params`` (unknown keys, types, ranges) before anything heavy is imported."""
-    unknown = sorted(set(params) - set(PARAMS))
-    if unknown:
-        raise ValueError(
-            f"vllm backend: unknown params {unknown}; known params: {', '.join(PARAMS)}"
-        )
-    sampling = SamplingOptions(
-        temperature=number_param("vllm", params, "temperature", DEFAULT_TEMPERATURE, low=0.0),
-        top_p=number_param("vllm", params, "top_p", 1.0, low=0.0, low_open=True, high=1.0),
-        top_k=integer_param("vllm", params, "top_k", -1, low=-1),
-        max_new_tokens=integer_param(
-            "vllm", params, "max_new_tokens", DEFAULT_MAX_NEW_TOKENS, low=1
-        ),
-    )
-    dtype = params.get("dtype", "auto")
-    if dtype not in DTYPES:
-        raise ValueError(f"vllm backend: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    enforce_eager = params.get("enforce_eager", False)
-    if not isinstance(enforce_eager, bool):
-        raise ValueError(
-            f"vllm backend: enforce_eager must be true or false, got {enforce_eager!r}"
-        )
-    engine = EngineOptions(
-        dtype=dtype,
-        max_model_len=integer_param("vllm", params, "max_model_len", None, low=1),
-        gpu_memory_utilization=number_param(
-            "vllm", params, "gpu_memory_utilization", None, low=0.0, low_open=True, high=1.0
-        ),
-        tensor_parallel_size=integer_param("vllm", params, "tensor_parallel_size", 1, low=1),
-        enforce_eager=enforce_eager,
-        kv_cache_gib=number_param("vllm", params, "kv_cache_gib", None, low=0.0, low_open=True),
-    )
+    values = read_backend_params("vllm", "", params)
+    sampling = SamplingOptions(**{name: values[name] for name in SAMPLING_PARAMS})
+    engine = EngineOptions(**{name: values[name] for name in ENGINE_PARAMS})
     return sampling, engine
 
 

@@ -1,7 +1,5 @@
-"""Procedural task generators: seeded families with difficulty knobs (see ``registry``)."""
+"""Procedural task families (``generate``); their knobs are described in ``models_gpu.spec``."""
 
-from __future__ import annotations
+from models_gpu.generators.registry import GENERATORS, generate
 
-from models_gpu.generators.registry import GENERATOR_KNOBS, GENERATORS, generate, validate_knobs
-
-__all__ = ["GENERATORS", "GENERATOR_KNOBS", "generate", "validate_knobs"]
+__all__ = ["GENERATORS", "generate"]

@@ -2,7 +2,7 @@
 
 A task dict is plain JSON-ready data: ``{"prompt", "reference", "verifier_kind",
 "verifier_config", "domain", "difficulty", "metadata"}``. ``difficulty`` is a float whose
-meaning each family documents (``GENERATOR_KNOBS[family]["difficulty"]``).
+meaning each family documents (``models_gpu.spec.generators.FAMILIES[family].difficulty``).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from typing import Any
 
 from models_gpu.backends.feedback_teacher import feedback_teacher_reply
 from models_gpu.generators.families import ANSWER_FORMAT, arithmetic
-from models_gpu.prompts import DEFAULT_TEMPLATES
+from models_gpu.spec.templates import DEFAULT_TEMPLATES
 from models_gpu.types import GenerationRequest, TaskSpec
 from models_gpu.verifiers.numeric import verify_numeric
 

@@ -10,7 +10,9 @@ from typing import Any
 from models_gpu.backends import load_generator
 from models_gpu.engine import run_dialogues
 from models_gpu.house.corpus import held_out_tasks
-from models_gpu.types import DialogueJob, DialogueResult, ProtocolSpec, RoleSpec, TaskSpec
+from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import DialogueJob, DialogueResult, TaskSpec
 
 # (label, digits, operations): what the one-turn accuracy is reported on.
 EVAL_KINDS: tuple[tuple[str, int, str], ...] = (

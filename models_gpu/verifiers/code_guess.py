@@ -17,7 +17,7 @@ from models_gpu.verifiers.settings import reference_answer, verifier_settings
 
 
 def verify_code_guess(task: TaskSpec, response: str) -> Verdict:
-    verifier_settings(task, {})
+    verifier_settings(task)
     code = str(reference_answer(task)).strip()
     if not code.isdigit():
         raise ValueError(f"task {task.task_id}: reference answer must be a string of digits")

@@ -11,7 +11,6 @@ assertions.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from models_gpu.sandbox import SandboxLimits, SandboxReport, run_tests
@@ -19,13 +18,12 @@ from models_gpu.types import TaskSpec, Verdict
 from models_gpu.verifiers.extraction import extract_code
 from models_gpu.verifiers.settings import verifier_settings
 
-_DEFAULTS: Mapping[str, Any] = {"timeout_seconds": 10.0, "memory_mb": 512}
 _SHOWN_FAILURES = 3
 _SHOWN_CODE_CHARS = 8000
 
 
 def verify_code(task: TaskSpec, response: str) -> Verdict:
-    settings = verifier_settings(task, _DEFAULTS)
+    settings = verifier_settings(task)
     limits = SandboxLimits(
         timeout_seconds=float(settings["timeout_seconds"]), memory_mb=int(settings["memory_mb"])
     )

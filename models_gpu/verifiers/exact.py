@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from models_gpu.types import TaskSpec, Verdict
 from models_gpu.verifiers.extraction import extract_answer
 from models_gpu.verifiers.settings import reference_answer, verifier_settings
 
-_DEFAULTS: Mapping[str, Any] = {"case_sensitive": False}
-
 
 def verify_exact(task: TaskSpec, response: str) -> Verdict:
-    settings = verifier_settings(task, _DEFAULTS)
+    settings = verifier_settings(task)
     case_sensitive = bool(settings["case_sensitive"])
     expected = normalise_text(str(reference_answer(task)), case_sensitive=case_sensitive)
     extracted = extract_answer(response)

@@ -13,25 +13,18 @@ import functools
 import logging
 import math
 import threading
-from collections.abc import Mapping
 from typing import Any
 
 from models_gpu.types import TaskSpec, Verdict
 from models_gpu.verifiers.extraction import extract_answer
 from models_gpu.verifiers.settings import reference_answer, verifier_settings
 
-_DEFAULTS: Mapping[str, Any] = {
-    "rel_tol": 0.0,
-    "abs_tol": 0.0,
-    "timeout_seconds": 5,
-    "max_answer_chars": 400,
-}
 # It warns once per process that timeouts are off; that is deliberate here, not news.
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 
 def verify_math(task: TaskSpec, response: str) -> Verdict:
-    settings = verifier_settings(task, _DEFAULTS)
+    settings = verifier_settings(task)
     timeout = _timeout(settings["timeout_seconds"])
     gold = _parse(str(reference_answer(task)), timeout)
     if not gold:

@@ -29,7 +29,7 @@ _MOVE_RUN = re.compile(r"^[UDLR]+$")
 
 
 def verify_maze(task: TaskSpec, response: str) -> Verdict:
-    verifier_settings(task, {})
+    verifier_settings(task)
     grid = parse_grid(task)
     extracted = extract_answer(response)
     path = None if extracted is None else parse_path(extracted, find(grid, "S"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from models_gpu.types import TaskSpec, Verdict
@@ -16,7 +16,6 @@ from models_gpu.verifiers.exact import normalise_text
 from models_gpu.verifiers.extraction import extract_answer
 from models_gpu.verifiers.settings import reference_answer, verifier_settings
 
-_DEFAULTS: Mapping[str, Any] = {"choices": []}
 # A lone letter, maybe bracketed, maybe after "option"/"choice"/"answer:", maybe followed by
 # its text. Lower case only where nothing else can be meant ("b", "answer: b"): "a" as an
 # article in "a cat" must not count as choice A.
@@ -27,7 +26,7 @@ _LETTER = re.compile(
 
 
 def verify_multiple_choice(task: TaskSpec, response: str) -> Verdict:
-    settings = verifier_settings(task, _DEFAULTS)
+    settings = verifier_settings(task)
     choices = _choices(task, settings["choices"])
     letters = string.ascii_uppercase[: len(choices)] if choices else string.ascii_uppercase
     expected = str(reference_answer(task)).strip().strip("()").upper()

@@ -7,7 +7,6 @@ slack. The details tell a teacher how the attempt is wrong without stating the r
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -15,11 +14,9 @@ from models_gpu.types import TaskSpec, Verdict
 from models_gpu.verifiers.extraction import extract_answer, find_numbers, parse_number
 from models_gpu.verifiers.settings import reference_answer, verifier_settings
 
-_DEFAULTS: Mapping[str, Any] = {"rel_tol": 0.0, "abs_tol": 0.0}
-
 
 def verify_numeric(task: TaskSpec, response: str) -> Verdict:
-    settings = verifier_settings(task, _DEFAULTS)
+    settings = verifier_settings(task)
     expected = _reference_number(task)
     extracted = extract_answer(response)
     if extracted is None:

@@ -6,20 +6,15 @@ research result, so unknown keys are an error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from models_gpu.spec.verifiers import read_verifier_settings
 from models_gpu.types import TaskSpec
 
 
-def verifier_settings(task: TaskSpec, defaults: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(task.verifier_config) - set(defaults))
-    if unknown:
-        raise ValueError(
-            f"task {task.task_id}: unknown {task.verifier_kind!r} verifier option(s) {unknown}; "
-            f"known options: {sorted(defaults)}"
-        )
-    return {**defaults, **task.verifier_config}
+def verifier_settings(task: TaskSpec) -> dict[str, Any]:
+    """The task's verifier options, defaults filled in (``models_gpu.spec.verifiers``)."""
+    return read_verifier_settings(task.verifier_kind, task.verifier_config, task_id=task.task_id)
 
 
 def reference_answer(task: TaskSpec) -> Any:

@@ -6,7 +6,8 @@ import pytest
 
 from models_gpu.backends import load_generator
 from models_gpu.generators.arithmetic import arithmetic_tasks
-from models_gpu.types import DialogueJob, Generator, RoleSpec, TaskSpec
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import DialogueJob, Generator, TaskSpec
 
 
 @pytest.fixture

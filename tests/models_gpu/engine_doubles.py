@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models_gpu.engine import EngineStats, run_dialogues
+from models_gpu.spec.protocol import ProtocolSpec
 from models_gpu.types import (
     DialogueJob,
     DialogueResult,
     Generation,
     GenerationRequest,
     Generator,
-    ProtocolSpec,
     TaskSpec,
 )
 

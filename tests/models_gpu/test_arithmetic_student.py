@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from models_gpu.backends import load_generator
 from models_gpu.backends.arithmetic_student import DONT_KNOW, ArithmeticStudent, solve
+from models_gpu.spec.run import RoleSpec
 from models_gpu.types import GenerationRequest, Message
 from models_gpu.verifiers.extraction import extract_number
 
@@ -131,9 +133,12 @@ def test_wrong_answers_move_the_way_feedback_says(
         assert answer < previous if expected_side == "below" else answer > previous
 
 
-def test_params_are_checked() -> None:
-    assert ArithmeticStudent.from_params({"feedback_gain": 0.9}).feedback_gain == 0.9
+def test_params_are_checked_when_the_policy_loads() -> None:
+    def load(params: dict[str, float]) -> object:
+        return load_generator(RoleSpec("scripted", "arithmetic-student", params))
+
+    assert load({"feedback_gain": 0.9}).policy.__self__.feedback_gain == 0.9  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="first_try_acuracy"):
-        ArithmeticStudent.from_params({"first_try_acuracy": 0.5})
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        ArithmeticStudent.from_params({"first_try_accuracy": 1.5})
+        load({"first_try_acuracy": 0.5})
+    with pytest.raises(ValueError, match="first_try_accuracy must be at least 0 and at most 1"):
+        load({"first_try_accuracy": 1.5})

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from models_gpu.backends import UnknownBackend, load_generator
-from models_gpu.types import GenerationRequest, Message, RoleSpec
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import GenerationRequest, Message
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +55,7 @@ def test_models_gpu_imports_nothing_heavy_or_web_side() -> None:
         "import sys\n"
         "import models_gpu.engine, models_gpu.generators.arithmetic\n"
         "from models_gpu.backends import load_generator\n"
-        "from models_gpu.types import RoleSpec\n"
+        "from models_gpu.spec.run import RoleSpec\n"
         "load_generator(RoleSpec('scripted', 'arithmetic-student'))\n"
         "roots = {name.split('.')[0] for name in sys.modules}\n"
         "print(sorted(roots & {'torch', 'transformers', 'vllm', 'django', 'celery', 'webapp',"

@@ -13,7 +13,7 @@ from models_gpu.classify import (
     judge_request,
     parse_judge_reply,
 )
-from models_gpu.prompts import DEFAULT_TEMPLATES
+from models_gpu.spec.templates import DEFAULT_TEMPLATES
 from models_gpu.types import TaskSpec, Verdict
 from models_gpu.verifiers import verify
 

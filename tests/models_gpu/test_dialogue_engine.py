@@ -8,15 +8,9 @@ import pytest
 
 from models_gpu.backends import load_generator
 from models_gpu.engine import EngineStats, run_dialogues
-from models_gpu.types import (
-    DialogueJob,
-    DialogueResult,
-    Generation,
-    GenerationRequest,
-    Generator,
-    ProtocolSpec,
-    RoleSpec,
-)
+from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import DialogueJob, DialogueResult, Generation, GenerationRequest, Generator
 from tests.models_gpu.engine_doubles import Collector, Recording, transcript
 from tests.models_gpu.engine_doubles import run as run_protocol
 

@@ -41,7 +41,8 @@ from models_gpu.house.train import (  # noqa: E402
     encode_example,
     learning_rate,
 )
-from models_gpu.types import GenerationRequest, Message, RoleSpec, TaskSpec  # noqa: E402
+from models_gpu.spec.run import RoleSpec  # noqa: E402
+from models_gpu.types import GenerationRequest, Message, TaskSpec  # noqa: E402
 from models_gpu.verifiers.numeric import verify_numeric  # noqa: E402
 
 TINY = HouseConfig(hidden_size=64, num_layers=1, num_heads=1, intermediate_size=128, vocab_size=512)

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from models_gpu.leak import LeakReference, judge_request, leak_reference, leaks, parse_judge_reply
-from models_gpu.prompts import DEFAULT_TEMPLATES
+from models_gpu.spec.templates import DEFAULT_TEMPLATES
 from models_gpu.types import TaskSpec
 
 

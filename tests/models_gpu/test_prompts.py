@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from models_gpu.prompts import DEFAULT_TEMPLATES, render_template, resolve_templates
+from models_gpu.spec.templates import DEFAULT_TEMPLATES, render_template, resolve_templates
 
 CONTRACT_KEYS = {
     "student_system", "teacher_system", "user_simulator_system", "nudge", "self_critique",

@@ -6,10 +6,11 @@ from typing import Any
 import pytest
 
 from models_gpu.backends import load_generator
-from models_gpu.backends.scripted import SCRIPTED_POLICIES
 from models_gpu.backends.shard_revealer import NOTHING_TO_ADD
 from models_gpu.backends.sharded_student import arithmetic_shards
-from models_gpu.types import GenerationRequest, Message, RoleSpec
+from models_gpu.spec.backends import SCRIPTED_POLICIES
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import GenerationRequest, Message
 
 
 def student_reply(messages: list[tuple[str, str]], *, seed: int = 0, **params: Any) -> str:
@@ -73,7 +74,7 @@ def test_the_sharded_student_is_deterministic_by_seed_and_can_err() -> None:
 
 @pytest.mark.parametrize(
     ("params", "message"),
-    [({"ask": 1}, "unknown params"), ({"ask_probability": 2}, "must lie in")],
+    [({"ask": 1}, r"unknown setting\(s\) ask"), ({"ask_probability": 2}, "at most 1")],
 )
 def test_the_sharded_student_checks_its_params(params: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -97,7 +98,7 @@ def test_the_shard_revealer_says_the_next_shard_verbatim() -> None:
         "The first is 4.",
         NOTHING_TO_ADD,
     ]
-    with pytest.raises(ValueError, match="takes no params"):
+    with pytest.raises(ValueError, match=r"unknown setting\(s\) verbose; known: delay_ms"):
         load_generator(RoleSpec("scripted", "shard-revealer", {"verbose": True}))
 
 

@@ -7,8 +7,10 @@ import pytest
 
 from models_gpu.backends import load_generator
 from models_gpu.engine import CRITIQUE_INSTRUCTION_KEY
-from models_gpu.prompts import DEFAULT_TEMPLATES
-from models_gpu.types import DialogueJob, GenerationRequest, Generator, ProtocolSpec, RoleSpec
+from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.run import RoleSpec
+from models_gpu.spec.templates import DEFAULT_TEMPLATES
+from models_gpu.types import DialogueJob, GenerationRequest, Generator
 from tests.models_gpu.engine_doubles import Recording, Replying, run
 
 MakeJobs = Callable[..., list[DialogueJob]]

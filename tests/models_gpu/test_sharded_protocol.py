@@ -8,16 +8,10 @@ import pytest
 from models_gpu.backends import load_generator
 from models_gpu.backends.shard_revealer import NOTHING_TO_ADD
 from models_gpu.backends.sharded_student import arithmetic_shards
-from models_gpu.prompts import DEFAULT_TEMPLATES
-from models_gpu.types import (
-    DialogueJob,
-    DialogueResult,
-    GenerationRequest,
-    Generator,
-    ProtocolSpec,
-    RoleSpec,
-    TurnRecord,
-)
+from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.run import RoleSpec
+from models_gpu.spec.templates import DEFAULT_TEMPLATES
+from models_gpu.types import DialogueJob, DialogueResult, GenerationRequest, Generator, TurnRecord
 from tests.models_gpu.engine_doubles import Recording, Replying, arithmetic_job, run, transcript
 
 SHARDED = ProtocolSpec(mode="sharded", max_turns=6)

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from models_gpu.engine import derive_seed
-from models_gpu.prompts import DEFAULT_TEMPLATES
-from models_gpu.types import DialogueJob, GenerationRequest, Generator, ProtocolSpec
+from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.templates import DEFAULT_TEMPLATES
+from models_gpu.types import DialogueJob, GenerationRequest, Generator
 from tests.models_gpu.engine_doubles import Recording, Replying, arithmetic_job, run
 
 MakeJobs = Callable[..., list[DialogueJob]]

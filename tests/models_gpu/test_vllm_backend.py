@@ -13,15 +13,9 @@ import pytest
 
 from models_gpu.backends import load_generator
 from models_gpu.engine import run_dialogues
-from models_gpu.types import (
-    DialogueJob,
-    DialogueResult,
-    GenerationRequest,
-    Generator,
-    Message,
-    ProtocolSpec,
-    RoleSpec,
-)
+from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import DialogueJob, DialogueResult, GenerationRequest, Generator, Message
 
 ENGINE = {"dtype": "float32", "max_model_len": 1024}
 

@@ -1,9 +1,9 @@
 """The protocol's prompt templates: the defaults, and how a protocol overrides them.
 
-A protocol stores its templates with the run's frozen configuration; ``ProtocolSpec.templates``
-overrides the defaults key by key, and a key it leaves out falls back to ``DEFAULT_TEMPLATES``.
-An empty string switches a system prompt off. The web side mirrors ``DEFAULT_TEMPLATES`` (it may
-not import model code) and a test there checks the two say exactly the same.
+A protocol stores the full text of every template (the defaults unless a researcher edited them)
+and a run freezes them into its configuration at launch, so editing a default later never
+changes an old run. ``ProtocolSpec.templates`` overrides the defaults key by key; a key it leaves
+out falls back to ``DEFAULT_TEMPLATES``. An empty string switches a system prompt off.
 
 Templates (who reads them, and when):
     student_system         system prompt of the student, every mode.
@@ -59,6 +59,16 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     ),
 }
 TEMPLATE_NAMES: tuple[str, ...] = tuple(DEFAULT_TEMPLATES)
+# What each template is for, in a line (the protocol form shows it next to the field).
+TEMPLATE_HELP: Mapping[str, str] = {
+    "student_system": "System prompt of the student (every mode).",
+    "teacher_system": "System prompt of the teacher (didactic mode).",
+    "user_simulator_system": "System prompt of the user simulator (sharded mode).",
+    "nudge": "What the student is told after a wrong answer (self-correction, nudge style).",
+    "self_critique": "Asks the student to critique its answer (self-correction, critique style).",
+    "judge_turn_kind": "Asks the judge what kind of turn a student reply is (attempt, question).",
+    "judge_leak": "Asks the judge whether a teacher turn gives the answer away.",
+}
 PLACEHOLDERS: tuple[str, ...] = ("max_turns", "shards_total")
 
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")

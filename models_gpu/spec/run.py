@@ -1,0 +1,156 @@
+"""A run's configuration: frozen at launch, stored as JSON with its hash, the only thing the
+worker reads.
+
+The launch service builds a ``RunConfig`` from the rows the researcher chose, refuses it while
+``run_config_problems`` finds anything, and stores ``to_json()`` and ``config_hash()``. The
+worker rebuilds it with ``RunConfig.from_json`` (strict: a missing or unknown key is an error,
+never a silent default) and, before it plays, checks that the task set still has the
+fingerprint the configuration names (``task_fingerprint``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from models_gpu.spec.backends import backend_problems
+from models_gpu.spec.protocol import ROLES, Problem, ProtocolSpec, protocol_problems, role_problems
+from models_gpu.spec.templates import resolve_templates
+
+SCHEMA_VERSION = 1
+MAX_SAMPLES_PER_TASK = 64
+MAX_BATCH_SIZE = 4096
+MAX_SEED = 2**31 - 1
+DEFAULT_BATCH_SIZE = 64
+# The task fields a fingerprint covers, in this order: what a dialogue's outcome depends on.
+FINGERPRINT_FIELDS = ("id", "prompt", "reference", "verifier_kind", "verifier_config", "shards")
+
+
+class RunConfigError(ValueError):
+    """A configuration that cannot run; ``problems`` says what, field by field."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(f"{p.field}: {p.message}" for p in problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """Which model plays a role: backend name, where the model lives, generation parameters.
+    ``id`` and ``name`` say which registered model it was (provenance; backends ignore them)."""
+
+    backend: str
+    location: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    id: int | None = None
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class TaskSetRef:
+    """The task set version a run plays, and the fingerprint of its tasks at launch."""
+
+    id: int
+    name: str
+    version: int
+    task_count: int
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything an evaluation run plays with. ``samples_per_task`` dialogues per task (K, for
+    pass@k); ``batch_size`` dialogues advance together; ``seed`` seeds every dialogue."""
+
+    task_set: TaskSetRef
+    protocol: ProtocolSpec
+    student: RoleSpec
+    teacher: RoleSpec | None = None
+    user_simulator: RoleSpec | None = None
+    judge: RoleSpec | None = None
+    samples_per_task: int = 1
+    batch_size: int = DEFAULT_BATCH_SIZE
+    seed: int = 0
+
+    def roles(self) -> dict[str, RoleSpec | None]:
+        return {role: getattr(self, role) for role in ROLES}
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON-ready data; ``from_json`` reads it back to an equal configuration."""
+        data = asdict(self)
+        data["protocol"]["templates"] = dict(self.protocol.templates)
+        return {"schema": SCHEMA_VERSION, **data}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunConfig:
+        """Strict: a key missing or unknown anywhere is a ValueError naming it."""
+        data = dict(data)
+        schema = data.pop("schema", None)
+        if schema != SCHEMA_VERSION:
+            raise ValueError(
+                f"run configuration schema {schema!r}; this code reads {SCHEMA_VERSION}"
+            )
+        values = _exact_keys(cls, data, "run configuration")
+        values["task_set"] = TaskSetRef(**_exact_keys(TaskSetRef, values["task_set"], "task_set"))
+        protocol = _exact_keys(ProtocolSpec, values["protocol"], "protocol")
+        values["protocol"] = ProtocolSpec(**protocol)
+        for role in ROLES:
+            if values[role] is not None:
+                values[role] = RoleSpec(**_exact_keys(RoleSpec, values[role], role))
+        return cls(**values)
+
+    def config_hash(self) -> str:
+        """Identifies identical configurations (sha256 of the canonical JSON)."""
+        canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _exact_keys(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    missing, unknown = sorted(names - set(data)), sorted(set(data) - names)
+    if missing or unknown:
+        raise ValueError(f"{what}: missing keys {missing}, unknown keys {unknown}")
+    return dict(data)
+
+
+def run_config_problems(config: RunConfig) -> list[Problem]:
+    """Every reason ``config`` cannot run, each with the field it is about (empty: none)."""
+    problems = list(protocol_problems(config.protocol))
+    chosen = [role for role, spec in config.roles().items() if spec is not None]
+    problems += role_problems(config.protocol, chosen)
+    for role, spec in config.roles().items():
+        if spec is not None:
+            problems += [
+                Problem(role, f"{spec.name or spec.backend}: {problem}")
+                for problem in backend_problems(spec.backend, spec.location, spec.params)
+            ]
+    ranges = {
+        "samples_per_task": (config.samples_per_task, 1, MAX_SAMPLES_PER_TASK),
+        "batch_size": (config.batch_size, 1, MAX_BATCH_SIZE),
+        "seed": (config.seed, 0, MAX_SEED),
+    }
+    for name, (value, low, high) in ranges.items():
+        if not low <= value <= high:
+            problems.append(Problem(name, f"{name} must be between {low} and {high}."))
+    if config.task_set.task_count < 1:
+        problems.append(Problem("task_set", "This task set has no tasks yet: add some first."))
+    return problems
+
+
+def frozen_protocol(protocol: ProtocolSpec) -> ProtocolSpec:
+    """``protocol`` with the full text of every template, so a run keeps the prompts it ran with
+    even if the protocol or the defaults change later."""
+    templates = resolve_templates(protocol.templates)
+    return ProtocolSpec(**{**asdict(protocol), "templates": templates})
+
+
+def task_fingerprint(rows: Iterable[Iterable[Any]]) -> str:
+    """A hash of the tasks' content: ``rows`` are each task's ``FINGERPRINT_FIELDS`` values, in
+    the set's order (position, then id)."""
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(json.dumps(list(row), sort_keys=True, default=str).encode())
+    return digest.hexdigest()
