@@ -52,7 +52,9 @@ django.setup()
 from models_gpu.backends import load_generator  # noqa: E402
 from models_gpu.engine import run_dialogues  # noqa: E402
 from models_gpu.generators.arithmetic import arithmetic_tasks  # noqa: E402
-from models_gpu.prompts import render_template, resolve_templates  # noqa: E402
+from models_gpu.spec.protocol import ProtocolSpec  # noqa: E402
+from models_gpu.spec.run import RoleSpec  # noqa: E402
+from models_gpu.spec.templates import render_template, resolve_templates  # noqa: E402
 from models_gpu.types import (  # noqa: E402
     DialogueJob,
     DialogueResult,
@@ -60,8 +62,6 @@ from models_gpu.types import (  # noqa: E402
     GenerationRequest,
     Generator,
     Message,
-    ProtocolSpec,
-    RoleSpec,
     TaskSpec,
 )
 from workers.evaluation import dialogue_row  # noqa: E402

@@ -5,7 +5,7 @@
         .venv/bin/python benchmarks/import_tasks.py
 
 It writes 10,000- and 100,000-task JSONL files to a temporary folder and imports each through
-the real code path (webapp.tasks.importing: streaming reader, mapping, validation, batched
+the real code path (webapp.tasks.imports: streaming reader, mapping, validation, batched
 bulk_create in one transaction; no Celery), into a throwaway database the script creates and
 drops. The baseline, measured in the same run, is the least an import can do: json.loads of
 every line and bulk_create of the same tasks in the same batches, with no mapping or checks.
@@ -35,10 +35,12 @@ django.setup()
 from django.db import connection, transaction  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
-from webapp.tasks import importing  # noqa: E402
+from webapp.tasks.imports.mapping import FieldMapping  # noqa: E402
+from webapp.tasks.imports.services import BATCH_SIZE, import_into_task_set  # noqa: E402
+from webapp.tasks.imports.sources import file_source  # noqa: E402
 from webapp.tasks.models import Task, TaskSet  # noqa: E402
 
-MAPPING = importing.FieldMapping(
+MAPPING = FieldMapping(
     {"prompt": "question", "answer": "answer", "difficulty": "level", "tags": "tags",
      "external_id": "id"},
     {"verifier_kind": "numeric", "domain": "arithmetic"},
@@ -60,8 +62,8 @@ def write_tasks(path: Path, count: int) -> None:
 
 def import_dialab(path: Path) -> int:
     with path.open("rb") as stream:
-        source = importing.file_source(stream, file_format="jsonl", mapping=MAPPING)
-        task_set = importing.import_into_task_set(source=source, task_set_name=path.stem)
+        source = file_source(stream, file_format="jsonl", mapping=MAPPING)
+        task_set = import_into_task_set(source=source, task_set_name=path.stem)
     return task_set.tasks.count()
 
 
@@ -76,7 +78,7 @@ def import_baseline(path: Path) -> int:
                 Task(task_set=task_set, position=index, prompt=record["question"],
                      reference={"answer": record["answer"]})
             )  # fmt: skip
-            if len(batch) >= importing.BATCH_SIZE:
+            if len(batch) >= BATCH_SIZE:
                 Task.objects.bulk_create(batch)
                 batch = []
         Task.objects.bulk_create(batch)
@@ -113,7 +115,7 @@ def main() -> None:
     )
     databases = setup_databases(verbosity=0, interactive=False)
     try:
-        print(f"database: {connection.vendor} · batch size {importing.BATCH_SIZE}")
+        print(f"database: {connection.vendor} · batch size {BATCH_SIZE}")
         header = f"{'tasks':>8} {'path':<9} {'wall s':>8} {'tasks/s':>9} {'peak MiB':>9}"
         print(header)
         print("-" * len(header))

@@ -40,4 +40,4 @@ COPY templates ./templates
 COPY static ./static
 
 USER 10001:10001
-CMD ["celery", "-A", "workers.celery", "worker", "--queues=default", "--loglevel=INFO", "--hostname=cpu@%h"]
+CMD ["celery", "-A", "webapp", "worker", "--queues=default", "--loglevel=INFO", "--hostname=cpu@%h"]

@@ -59,7 +59,7 @@ from models_gpu.backends.scripted import ScriptedGenerator
 from models_gpu.backends.shard_revealer import shard_revealer_reply
 from models_gpu.classify import StudentTurnKind
 from models_gpu.leak import LeakReference
-from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.protocol import ProtocolSpec, protocol_problems
 from models_gpu.spec.templates import render_template, resolve_templates
 from models_gpu.types import (
     DialogueJob,
@@ -77,8 +77,6 @@ from models_gpu.types import (
 )
 from models_gpu.verifiers import verify
 
-IMPLEMENTED_MODES = ("didactic", "sharded", "self_correction", "single_turn")
-SELF_CORRECTION_STYLES = ("nudge", "critique")
 CRITIQUE_INSTRUCTION_KEY = "critique_instruction"
 SpeakerRole = Literal["student", "teacher", "user_simulator", "judge"]
 
@@ -303,19 +301,17 @@ class _Run:
     def sharded(self) -> bool:
         return self.protocol.mode == "sharded"
 
-    @property
-    def last_round(self) -> int:
-        return 1 if self.protocol.mode == "single_turn" else self.protocol.max_turns
-
     def new_dialogue(self, job: DialogueJob) -> _Dialogue:
-        return _Dialogue(job, self.templates, self.last_round, leak.leak_reference(job.task))
+        return _Dialogue(
+            job, self.templates, self.protocol.max_turns, leak.leak_reference(job.task)
+        )
 
     def run_chunk(self, active: list[_Dialogue]) -> bool:
         """Run one chunk of dialogues to the end; False when ``should_stop`` cut it short."""
         if self.sharded:
             for dialogue in active:
                 dialogue.reveal_shard(1, dialogue.task.shards[0])
-        for round_number in range(1, self.last_round + 1):
+        for round_number in range(1, self.protocol.max_turns + 1):
             if self.should_stop():
                 return False
             active = self._student_round(active, round_number)
@@ -368,7 +364,7 @@ class _Run:
             return "solved"
         if self.sharded and kind == "attempt" and dialogue.shards_revealed == dialogue.shards_total:
             return "shards_exhausted"
-        if round_number == self.last_round:
+        if round_number == self.protocol.max_turns:
             return "max_turns"
         return None
 
@@ -568,23 +564,13 @@ def _check_arguments(
     batch_size: int,
 ) -> dict[str, str]:
     """Refuse what cannot run before any generation; returns the protocol's full templates."""
-    if protocol.mode not in IMPLEMENTED_MODES:
-        raise ValueError(
-            f"unknown protocol mode {protocol.mode!r}; modes: {', '.join(IMPLEMENTED_MODES)}"
-        )
-    if protocol.max_turns < 1:
-        raise ValueError(f"max_turns must be at least 1, got {protocol.max_turns}")
+    problems = [f"{p.field}: {p.message}" for p in protocol_problems(protocol)]
+    if protocol.has_teacher and teacher is None:
+        problems.append("teacher: the didactic protocol needs a teacher")
     if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    if protocol.regenerate_leaks < 0:
-        raise ValueError(f"regenerate_leaks must be at least 0, got {protocol.regenerate_leaks}")
-    if protocol.self_correction not in SELF_CORRECTION_STYLES:
-        raise ValueError(
-            f"self_correction must be one of {', '.join(SELF_CORRECTION_STYLES)}, "
-            f"got {protocol.self_correction!r}"
-        )
-    if protocol.mode == "didactic" and teacher is None:
-        raise ValueError("the didactic protocol needs a teacher")
+        problems.append(f"batch_size must be at least 1, got {batch_size}")
+    if problems:
+        raise ValueError("; ".join(problems))
     if protocol.mode == "sharded":
         unsharded = sorted({job.task.task_id for job in jobs if not job.task.shards})
         if unsharded:

@@ -16,7 +16,7 @@ $py manage.py demo_project
 
 mkdir -p data
 echo "==> Starting the Celery worker (log: data/worker.log)"
-$py -m celery -A workers.celery worker --queues=default,gpu --pool=solo --concurrency=1 \
+$py -m celery -A webapp worker --queues=default,gpu --pool=solo --concurrency=1 \
   --prefetch-multiplier=1 --loglevel=INFO --hostname="demo@%h" >data/worker.log 2>&1 &
 worker_pid=$!
 echo "==> Training the house model in the background (log: data/house-model.log)"

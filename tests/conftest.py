@@ -87,7 +87,7 @@ def annotator_client(client, annotator):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def eager_celery():  # type: ignore[no-untyped-def]
     """Run dispatched tasks in-process (unit tests only; e2e tests use a real worker)."""
-    from workers.celery import app
+    from webapp.celery import app
 
     app.loader.import_default_modules()  # registers every task so dispatch resolves them
     app.conf.task_always_eager = True

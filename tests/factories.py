@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import factory
 
+from models_gpu.spec.run import RunConfig, frozen_protocol
 from webapp.accounts.models import User
 from webapp.models_registry.models import ModelSpec
-from webapp.runs.models import Protocol
+from webapp.runs.models import Protocol, Run
+from webapp.runs.services import protocol_spec, role_spec, task_set_ref
 from webapp.tasks.models import Task, TaskSet
 
 PASSWORD = "correct horse battery staple"
@@ -67,3 +71,43 @@ class ProtocolFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"didactic {n}")
     mode = Protocol.Mode.DIDACTIC
     max_turns = 5
+
+
+def frozen_run(
+    *,
+    task_set: TaskSet | None = None,
+    student: ModelSpec | None = None,
+    teacher: ModelSpec | None = None,
+    user_simulator: ModelSpec | None = None,
+    judge: ModelSpec | None = None,
+    protocol: Protocol | None = None,
+    name: str = "run",
+    batch_size: int = 64,
+    **fields: Any,
+) -> Run:
+    """A run row with the configuration the launch service would freeze for these rows, created
+    without the service's checks or dispatch (for tests of pages, metrics and labels)."""
+    task_set = task_set or TaskSetFactory()
+    student = student or StudentFactory()
+    protocol = protocol or ProtocolFactory()
+    config = RunConfig(
+        task_set=task_set_ref(task_set),
+        protocol=frozen_protocol(protocol_spec(protocol)),
+        student=role_spec(student),  # type: ignore[arg-type]  # never None here
+        teacher=role_spec(teacher),
+        user_simulator=role_spec(user_simulator),
+        judge=role_spec(judge),
+        batch_size=batch_size,
+    )
+    return Run.objects.create(
+        name=name,
+        task_set=task_set,
+        student=student,
+        teacher=teacher,
+        user_simulator=user_simulator,
+        judge=judge,
+        protocol=protocol,
+        config=config.to_json(),
+        config_hash=config.config_hash(),
+        **fields,
+    )

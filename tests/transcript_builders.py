@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.factories import ProtocolFactory, StudentFactory
+from models_gpu.spec.results import DialogueRow
+from tests.factories import ProtocolFactory, StudentFactory, frozen_run
 from webapp.dialogues.services import dialogues_store
 from webapp.runs.models import Protocol, Run
 
@@ -42,13 +43,13 @@ def store(run: Run, task_id: int, sample: int, name: str, turns: list[dict[str, 
     dialogues_store(
         run_id=run.pk,
         dialogues=[
-            {
+            DialogueRow.from_json({
                 "task_id": task_id, "sample_index": sample, "seed": NAMES.index(name),
                 "outcome": "solved" if correct_rounds else "unsolved",
                 "first_correct_turn": correct_rounds[0] if correct_rounds else None,
                 "num_turns": rounds,
                 "end_reason": "solved" if correct_rounds else "max_turns", "turns": turns,
-            }
+            })
         ],
     )  # fmt: skip
 
@@ -57,18 +58,12 @@ NAMES = ["a_first", "a_late", "a_question", "b_same", "b_solved"]
 
 
 def make_run(name: str, task_set: Any, student: Any = None) -> Run:
-    return Run.objects.create(
-        name=name, task_set=task_set, student=student or StudentFactory(),
-        protocol=ProtocolFactory(), config={}, config_hash="0" * 64,
-    )  # fmt: skip
+    return frozen_run(name=name, task_set=task_set, student=student or StudentFactory())
 
 
 def sharded_run(task_set: Any, max_turns: int = 4) -> Run:
     protocol = ProtocolFactory(mode=Protocol.Mode.SHARDED, max_turns=max_turns)
-    return Run.objects.create(
-        name="sharded", task_set=task_set, student=StudentFactory(), protocol=protocol,
-        config={"protocol": {"mode": "sharded", "max_turns": max_turns}}, config_hash="1" * 64,
-    )  # fmt: skip
+    return frozen_run(name="sharded", task_set=task_set, protocol=protocol)
 
 
 def shard(index: int, total: int) -> dict[str, Any]:

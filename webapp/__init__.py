@@ -1,1 +1,2 @@
-"""Dialab's Django project. Never imports torch, transformers, vllm or models_gpu."""
+"""Dialab's Django project, with its Celery app (webapp.celery). Never imports workers, torch,
+transformers or vllm, and of models_gpu only models_gpu.spec (pyproject.toml's import contracts)."""

@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "webapp.runs",
     "webapp.dialogues",
     "webapp.annotations",
+    "webapp.demo",
     # Management commands that need model code (generators, verifiers) live with the workers.
     "workers",
 ]
@@ -205,7 +206,7 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024  # larger uploads stream to a temp
 # Nothing past DIALAB_MAX_UPLOAD_BYTES is stored, in memory or on disk (task imports are the
 # only file uploads; a new kind with another limit needs its own check).
 FILE_UPLOAD_HANDLERS = [
-    "webapp.tasks.upload_handlers.UploadSizeLimitHandler",
+    "webapp.tasks.imports.upload_handlers.UploadSizeLimitHandler",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
@@ -251,7 +252,8 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     # On every handler, so no library's line (httpx logs each request's full URL) shows a secret.
-    # The Celery worker replaces the root handlers with its own: workers/celery.py filters those.
+    # The Celery worker replaces the root handlers with its own: workers/log_redaction.py filters
+    # those.
     "filters": {"redact_secrets": {"()": "webapp.core.redaction.SecretRedactingFilter"}},
     "formatters": {
         "django.server": {

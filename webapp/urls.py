@@ -1,15 +1,15 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from webapp.core import views as core_views
+from webapp import views
 
 urlpatterns = [
-    path("", core_views.home, name="home"),
-    path("healthz", core_views.healthz, name="healthz"),
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("task-sets/", include("webapp.tasks.urls")),
-    path("task-sets/", include("webapp.tasks.import_urls")),
+    path("task-sets/", include("webapp.tasks.imports.urls")),
     path("models/", include("webapp.models_registry.urls")),
     path("runs/", include("webapp.runs.urls")),
     path("dialogues/export/", include("webapp.dialogues.export_urls")),

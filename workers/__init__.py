@@ -1,1 +1,1 @@
-"""Celery app and tasks: the only place where webapp and models_gpu meet."""
+"""Celery tasks (on webapp's Celery app): the only place where webapp and models_gpu meet."""

@@ -1,7 +1,10 @@
-"""Run an evaluation: claim the run, build plain specs, drive the engine, store what finishes.
+"""Run an evaluation: claim the run, read its frozen configuration (nothing else of the run's
+rows), check that its tasks are still the ones it was launched on, drive the engine, store what
+finishes.
 
 The database is the truth: dialogues are stored as they finish, progress is their count, and a
-restarted or re-delivered job runs only the (task, sample) pairs not stored yet.
+restarted or re-delivered job runs only the (task, sample) pairs not stored yet. The heartbeat
+thread is the one writer of the run's heartbeat; the engine's "should I stop?" only reads.
 """
 
 from __future__ import annotations
@@ -17,30 +20,45 @@ from django.conf import settings
 
 from models_gpu.backends import load_generator
 from models_gpu.engine import EngineStats, run_dialogues
-from models_gpu.types import DialogueJob, DialogueResult, Generator, RoleSpec, TurnRecord
+from models_gpu.spec.results import DialogueRow, TurnRow
+from models_gpu.spec.run import FINGERPRINT_FIELDS, RoleSpec, RunConfig, task_fingerprint
+from models_gpu.types import DialogueJob, DialogueResult, Generator, TurnRecord
 from webapp.core.database import DATABASE_LOST
 from webapp.core.heartbeat import Heartbeat, stale_after
 from webapp.dialogues.services import dialogues_store
 from webapp.runs import services
 from webapp.runs.models import Run
-from webapp.runs.selectors import run_stored_dialogue_keys
+from webapp.runs.selectors import run_cancel_requested, run_stored_dialogue_keys
 from webapp.tasks.selectors import task_payloads
-from workers.specs import dialogue_seed, protocol_spec, role_key, role_spec, task_spec
-
-ROLES = ("student", "teacher", "user_simulator", "judge")
+from workers.specs import dialogue_seed, role_key, task_spec
 
 logger = logging.getLogger(__name__)
 
 
-def pending_jobs(run: Run) -> list[DialogueJob]:
-    """Every (task, sample) of the run that has no stored dialogue yet."""
-    stored = run_stored_dialogue_keys(run_id=run.pk)
+class TaskSetChanged(Exception):
+    """The run's tasks are not the ones its configuration was frozen with."""
+
+
+def pending_jobs(run_id: int, config: RunConfig) -> list[DialogueJob]:
+    """Every (task, sample) of the run that has no stored dialogue yet; ``TaskSetChanged`` when
+    the task set's content differs from what the run was launched on."""
+    payloads = task_payloads(task_set_id=config.task_set.id)
+    fingerprint = task_fingerprint(
+        [payload[name] for name in FINGERPRINT_FIELDS] for payload in payloads
+    )
+    if fingerprint != config.task_set.fingerprint:
+        raise TaskSetChanged(
+            f"the tasks of {config.task_set.name!r} v{config.task_set.version} changed since "
+            "this run was launched (their fingerprint differs), so its results would not be "
+            "what its configuration says: launch a new run on the set as it is now"
+        )
+    stored = run_stored_dialogue_keys(run_id=run_id)
     jobs = []
-    for payload in task_payloads(task_set_id=run.task_set_id):
+    for payload in payloads:
         task = task_spec(payload)
-        for sample_index in range(run.samples_per_task):
+        for sample_index in range(config.samples_per_task):
             if (task.task_id, sample_index) not in stored:
-                seed = dialogue_seed(run.seed, task.task_id, sample_index)
+                seed = dialogue_seed(config.seed, task.task_id, sample_index)
                 jobs.append(DialogueJob(task=task, sample_index=sample_index, seed=seed))
     return jobs
 
@@ -60,42 +78,41 @@ def storable(value: Any) -> Any:
     return value
 
 
-def turn_row(turn: TurnRecord) -> dict[str, Any]:
+def turn_row(turn: TurnRecord) -> TurnRow:
     verdict = turn.verdict
-    return {
-        "index": turn.index,
-        "round": turn.round,
-        "role": turn.role,
-        "kind": turn.kind,
-        "text": storable(turn.text),
-        "private_context": storable(turn.private_context),
-        "extracted_answer": storable(verdict.extracted or "") if verdict else "",
-        "is_correct": verdict.correct if verdict else None,
-        "score": verdict.score if verdict else None,
-        "verdict_details": storable(verdict.details) if verdict else {},
-        "leak_flag": turn.leak_flag,
-        "prompt_tokens": turn.prompt_tokens,
-        "completion_tokens": turn.completion_tokens,
-        "latency_ms": turn.latency_ms,
-    }
+    return TurnRow(
+        index=turn.index,
+        round=turn.round,
+        role=turn.role,
+        kind=turn.kind,
+        text=storable(turn.text),
+        private_context=storable(turn.private_context),
+        extracted_answer=storable(verdict.extracted or "") if verdict else "",
+        is_correct=verdict.correct if verdict else None,
+        score=verdict.score if verdict else None,
+        verdict_details=storable(verdict.details) if verdict else {},
+        leak_flag=turn.leak_flag,
+        prompt_tokens=turn.prompt_tokens,
+        completion_tokens=turn.completion_tokens,
+        latency_ms=turn.latency_ms,
+    )
 
 
-def dialogue_row(result: DialogueResult) -> dict[str, Any]:
-    return {
-        "task_id": result.task_id,
-        "sample_index": result.sample_index,
-        "seed": result.seed,
-        "outcome": "solved" if result.solved else "unsolved",
-        "first_correct_turn": result.first_correct_turn,
-        "num_turns": max((t.round for t in result.turns), default=0),
-        "end_reason": result.end_reason,
-        "turns": [turn_row(turn) for turn in result.turns],
-    }
+def dialogue_row(result: DialogueResult) -> DialogueRow:
+    return DialogueRow(
+        task_id=result.task_id,
+        sample_index=result.sample_index,
+        seed=result.seed,
+        outcome="solved" if result.solved else "unsolved",
+        first_correct_turn=result.first_correct_turn,
+        num_turns=max((t.round for t in result.turns), default=0),
+        end_reason=result.end_reason,
+        turns=tuple(turn_row(turn) for turn in result.turns),
+    )
 
 
 class CancelWatch:
-    """Answers the engine's "should I stop?" from the database, at most once per interval, and
-    doubles as the run's heartbeat."""
+    """Answers the engine's "should I stop?" from the database, at most once per interval."""
 
     def __init__(self, run_id: int, interval_seconds: float) -> None:
         self.run_id = run_id
@@ -107,7 +124,7 @@ class CancelWatch:
         now = time.monotonic()
         if not self.cancelled and now - self.last_check >= self.interval_seconds:
             self.last_check = now
-            self.cancelled = services.run_heartbeat(run_id=self.run_id)
+            self.cancelled = run_cancel_requested(run_id=self.run_id)
         return self.cancelled
 
 
@@ -124,7 +141,7 @@ def accounting(stats: EngineStats) -> dict[str, float]:
     }
 
 
-def load_role_generators(specs: dict[str, RoleSpec | None]) -> dict[str, Generator | None]:
+def load_role_generators(specs: Mapping[str, RoleSpec | None]) -> dict[str, Generator | None]:
     """One generator per distinct model: when the student and the teacher are the same
     checkpoint with the same settings, its weights are loaded (and held in memory) once."""
     loaded: dict[str, tuple[str, Generator]] = {}
@@ -170,7 +187,8 @@ def _play(run_id: int) -> None:
     heartbeat = settings.DIALAB_HEARTBEAT_SECONDS
     run = Run.objects.get(pk=run_id)
     try:
-        jobs = pending_jobs(run)
+        config = run.frozen_config
+        jobs = pending_jobs(run_id, config)
         if not jobs:  # a worker died between storing the last dialogue and closing the run
             services.run_finish(run_id=run_id, status=Run.Status.SUCCEEDED)
             return
@@ -181,8 +199,7 @@ def _play(run_id: int) -> None:
                 run.attempts,
                 len(jobs),
             )
-        # Configs frozen before a role existed lack its key: that role is not played.
-        generators = load_role_generators({role: role_spec(run.config.get(role)) for role in ROLES})
+        generators = load_role_generators(config.roles())
         assert generators["student"] is not None, "every run has a student"
 
         def store(results: list[DialogueResult]) -> None:
@@ -192,14 +209,14 @@ def _play(run_id: int) -> None:
         watch = CancelWatch(run_id, interval_seconds=min(1.0, heartbeat))
         stats = run_dialogues(
             jobs,
-            protocol_spec(run.config["protocol"]),
+            config.protocol,
             student=generators["student"],
             teacher=generators["teacher"],
             user_simulator=generators["user_simulator"],
             judge=generators["judge"],
             on_finished=store,
             should_stop=watch,
-            batch_size=run.batch_size,
+            batch_size=config.batch_size,
         )
     except DATABASE_LOST:
         raise  # not the run's fault: the task resumes it (workers.recovery)

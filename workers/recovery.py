@@ -16,7 +16,7 @@ is running (a duplicate, or a job given back because its prefork child died:
 ``task_reject_on_worker_lost``) likewise schedules one sweep for when the run would be stale.
 
 Task imports left "running" by a dead worker are sent again by the same sweeps
-(``webapp.tasks.import_claims``): an import commits all its tasks or none, so it starts over.
+(``webapp.tasks.imports.claims``): an import commits all its tasks or none, so it starts over.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 from celery.signals import worker_ready
 from django.db import DatabaseError, connection
 
+from webapp.celery import app
 from webapp.core.heartbeat import stale_after
 
 logger = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ def recover_runs(*, all_queued: bool = False) -> Any:
 
 def recover_imports() -> list[int]:
     """Send again the imports whose worker is gone; returns their ids."""
-    from webapp.tasks.import_claims import task_imports_recover
+    from webapp.tasks.imports.claims import task_imports_recover
 
     return task_imports_recover()
 
@@ -127,11 +128,17 @@ def check_again_later(run_id: int, *, queue: str | None = None) -> None:
     """Schedule one sweep for when this running run's heartbeat would be stale if its worker
     were dead; a live worker keeps it fresh and the sweep then does nothing."""
     from webapp.runs.models import Run
-    from workers.tasks import resume_stale_runs
 
     if Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists():
         wait = stale_after() + FOLLOW_UP_MARGIN
         resume_stale_runs.apply_async(countdown=wait.total_seconds(), queue=queue)
+
+
+@app.task(name="workers.recovery.resume_stale_runs")
+def resume_stale_runs() -> None:
+    """The sweep as a job: what ``check_again_later`` schedules."""
+    recover_imports()
+    recover_runs()
 
 
 @worker_ready.connect

@@ -1,4 +1,4 @@
-"""Plain model-side specs (models_gpu.types) built from what the web side stores."""
+"""Plain model-side specs (models_gpu.types) built from what the web side stores, and back."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import hashlib
 import json
 from typing import Any
 
-from models_gpu.types import ProtocolSpec, RoleSpec, TaskSpec, Verdict
+from models_gpu.spec.run import RoleSpec
+from models_gpu.types import TaskSpec, Verdict
 
 
 def task_spec(row: dict[str, Any]) -> TaskSpec:
@@ -22,35 +23,9 @@ def task_spec(row: dict[str, Any]) -> TaskSpec:
     )
 
 
-def role_spec(snapshot: dict[str, Any] | None) -> RoleSpec | None:
-    """From a run's frozen model snapshot; None when the role is not played."""
-    if snapshot is None:
-        return None
-    return RoleSpec(
-        backend=snapshot["backend"],
-        location=snapshot["location"],
-        params=snapshot["generation_params"],
-    )
-
-
 def role_key(spec: RoleSpec) -> str:
     """Identifies a role's model, so roles played by the same model load it once."""
     return json.dumps([spec.backend, spec.location, dict(spec.params)], sort_keys=True, default=str)
-
-
-def protocol_spec(snapshot: dict[str, Any]) -> ProtocolSpec:
-    """From a run's frozen protocol; runs launched before an option existed get its default."""
-    return ProtocolSpec(
-        mode=snapshot["mode"],
-        max_turns=snapshot["max_turns"],
-        teacher_sees_reference=snapshot["teacher_sees_reference"],
-        teacher_sees_verifier_details=snapshot["teacher_sees_verifier_details"],
-        templates=snapshot["prompt_templates"],
-        self_correction=snapshot.get("self_correction", "nudge"),
-        regenerate_leaks=snapshot.get("regenerate_leaks", 0),
-        judge_turn_kinds=snapshot.get("judge_turn_kinds", False),
-        judge_leaks=snapshot.get("judge_leaks", False),
-    )
 
 
 def dialogue_seed(run_seed: int, task_id: int, sample_index: int) -> int:

@@ -6,17 +6,17 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from workers.celery import app
+from webapp.celery import app
 
 if TYPE_CHECKING:
-    from webapp.tasks.importing import ImportSource
+    from webapp.tasks.imports.sources import ImportSource
     from webapp.tasks.models import TaskImport
 
 
 @app.task(name="workers.task_imports.import_tasks")
 def import_tasks(import_id: int) -> None:
     # A thin adapter: claim, import all or nothing, and record the outcome all happen in webapp.
-    from webapp.tasks.importing import task_import_execute
+    from webapp.tasks.imports.services import task_import_execute
 
     _resumed_if_the_database_is_lost(import_id, partial(task_import_execute, import_id=import_id))
 
@@ -24,7 +24,7 @@ def import_tasks(import_id: int) -> None:
 @app.task(name="workers.task_imports.generate_tasks")
 def generate_tasks(import_id: int) -> None:
     """Generate a task set: the same all-or-nothing path as imports, fed by a generator."""
-    from webapp.tasks.importing import task_import_execute
+    from webapp.tasks.imports.services import task_import_execute
 
     execute = partial(task_import_execute, import_id=import_id, open_source=generator_source)
     _resumed_if_the_database_is_lost(import_id, execute)
@@ -33,7 +33,7 @@ def generate_tasks(import_id: int) -> None:
 def _resumed_if_the_database_is_lost(import_id: int, execute: Callable[[], None]) -> None:
     """An import cut off by the database committed nothing: it starts again once it answers."""
     from webapp.core.database import DATABASE_LOST
-    from webapp.tasks.import_claims import task_import_release, worker_identity
+    from webapp.tasks.imports.claims import task_import_release, worker_identity
     from workers.recovery import resume_after_database_loss
 
     try:
@@ -56,7 +56,9 @@ def generator_source(task_import: TaskImport) -> ImportSource:
 
 def generated_tasks_source(*, family: str, count: int, seed: int, knobs: dict) -> ImportSource:  # type: ignore[type-arg]
     from models_gpu.generators import generate
-    from webapp.tasks.importing import ImportSource, TaskImportError, build_dialab_task
+    from webapp.tasks.imports.errors import TaskImportError
+    from webapp.tasks.imports.mapping import build_dialab_task
+    from webapp.tasks.imports.sources import ImportSource
 
     try:
         tasks = generate(family, count, seed=seed, **knobs)

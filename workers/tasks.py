@@ -6,7 +6,7 @@ import socket
 
 from celery import Task
 
-from workers.celery import app
+from webapp.celery import app
 
 
 @app.task(name="workers.tasks.run_evaluation", bind=True)
@@ -31,15 +31,6 @@ def run_evaluation(self: Task, run_id: int) -> None:
         # task_reject_on_worker_lost). Look again once a dead worker's heartbeat would be stale.
         # On the queue this job came from: a worker that plays these runs is listening there.
         check_again_later(run_id, queue=(self.request.delivery_info or {}).get("routing_key"))
-
-
-@app.task(name="workers.tasks.resume_stale_runs")
-def resume_stale_runs() -> None:
-    """Send again the runs and imports no worker will finish otherwise (``workers.recovery``)."""
-    from workers.recovery import recover_imports, recover_runs
-
-    recover_imports()
-    recover_runs()
 
 
 @app.task(name="workers.tasks.verify_probe")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from models_gpu.spec.backends import BACKENDS as SPEC_BACKENDS
 from models_gpu.spec.run import RoleSpec
 from models_gpu.types import Generator
 
@@ -45,18 +46,17 @@ _LOADERS: Mapping[str, Callable[[RoleSpec], Generator]] = {
     "vllm": _load_vllm,
     "openai": _load_openai,
 }
-BACKENDS: tuple[str, ...] = tuple(_LOADERS)
-PLANNED_BACKENDS: tuple[str, ...] = ("human",)
+BACKENDS: tuple[str, ...] = tuple(_LOADERS)  # every available backend of models_gpu.spec
 
 
 def load_generator(spec: RoleSpec) -> Generator:
     loader = _LOADERS.get(spec.backend)
     if loader is None:
-        status = "is not implemented yet" if spec.backend in PLANNED_BACKENDS else "is unknown"
+        status = "is not implemented yet" if spec.backend in SPEC_BACKENDS else "is unknown"
         raise UnknownBackend(
             f"backend {spec.backend!r} {status}; available backends: {', '.join(BACKENDS)}"
         )
     return loader(spec)
 
 
-__all__ = ["BACKENDS", "PLANNED_BACKENDS", "UnknownBackend", "load_generator"]
+__all__ = ["BACKENDS", "UnknownBackend", "load_generator"]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from models_gpu.spec.settings import Setting, read_settings, settings_problems
+from models_gpu.spec.settings import Problem, Setting, read_settings, settings_problems
 
 DEVICE_PATTERN = r"auto|cpu|cuda(:\d+)?"
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -49,7 +49,10 @@ _CHECKPOINT_HELP = (
 _DELAY = Setting(
     "delay_ms", "float", "wait this long per batched call (to test slow models)", 0.0, low=0
 )
-_PROBABILITY = {"low": 0, "high": 1}
+
+
+def _probability(name: str, help: str, default: float) -> Setting:
+    return Setting(name, "float", help, default, low=0, high=1)
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,8 @@ SCRIPTED_POLICIES: Mapping[str, ScriptedPolicy] = {
         "student",
         "solves arithmetic, errs at a tunable rate",
         (
-            Setting("first_try_accuracy", "float", "chance of a right first answer", 0.35,
-                    **_PROBABILITY),
-            Setting("feedback_gain", "float", "gain in that chance per feedback", 0.45,
-                    **_PROBABILITY),
+            _probability("first_try_accuracy", "chance of a right first answer", 0.35),
+            _probability("feedback_gain", "gain in that chance per feedback", 0.45),
         ),
     ),
     "feedback-teacher": ScriptedPolicy(
@@ -79,10 +80,8 @@ SCRIPTED_POLICIES: Mapping[str, ScriptedPolicy] = {
         "student",
         "asks for the next piece until the task is complete",
         (
-            Setting("ask_probability", "float", "chance of asking while pieces are missing",
-                    0.5, **_PROBABILITY),
-            Setting("final_accuracy", "float", "chance of a right answer once complete", 1.0,
-                    **_PROBABILITY),
+            _probability("ask_probability", "chance of asking while pieces are missing", 0.5),
+            _probability("final_accuracy", "chance of a right answer once complete", 1.0),
         ),
     ),
     "shard-revealer": ScriptedPolicy(
@@ -177,15 +176,19 @@ def backend_params(backend: str, location: str) -> tuple[Setting, ...]:
     return BACKENDS[backend].params
 
 
-def backend_problems(backend: str, location: str, params: Mapping[str, Any]) -> list[str]:
-    """What is wrong with a model's backend, location and parameters (empty: nothing)."""
+def backend_problems(backend: str, location: str, params: Mapping[str, Any]) -> list[Problem]:
+    """What is wrong with a model's ``backend``, ``location`` and ``params`` (those are the
+    problems' fields; empty: nothing)."""
     if backend not in BACKENDS:
-        return [f"unknown backend {backend!r}; backends: {', '.join(AVAILABLE_BACKENDS)}"]
+        known = ", ".join(AVAILABLE_BACKENDS)
+        return [Problem("backend", f"unknown backend {backend!r}; backends: {known}")]
     if not BACKENDS[backend].available:
-        return [f"the {backend} backend is not available yet"]
+        return [Problem("backend", f"the {backend} backend is not available yet")]
     if backend == "scripted" and location not in SCRIPTED_POLICIES:
-        return [f"a scripted model names its policy: one of {', '.join(SCRIPTED_POLICIES)}"]
-    return settings_problems(params, backend_params(backend, location))
+        policies = ", ".join(SCRIPTED_POLICIES)
+        return [Problem("location", f"a scripted model names its policy: one of {policies}")]
+    problems = settings_problems(params, backend_params(backend, location), noun="parameter")
+    return [Problem("params", problem) for problem in problems]
 
 
 def read_backend_params(backend: str, location: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,4 +198,5 @@ def read_backend_params(backend: str, location: str, params: Mapping[str, Any]) 
             f"scripted backend has no policy {location!r}; "
             f"known policies: {', '.join(SCRIPTED_POLICIES)}"
         )
-    return read_settings(params, backend_params(backend, location), owner=f"{backend} backend")
+    schema = backend_params(backend, location)
+    return read_settings(params, schema, owner=f"{backend} backend", noun="parameter")

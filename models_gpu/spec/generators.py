@@ -71,7 +71,7 @@ def generator_settings(family: str, knobs: Mapping[str, Any]) -> dict[str, Any]:
     """Every knob of ``family``, given or default; ValueError naming each problem."""
     if family not in FAMILIES:
         raise ValueError(f"unknown task family {family!r}; known: {', '.join(FAMILIES)}")
-    settings = read_settings(knobs, FAMILIES[family].knobs, owner=f"{family} knobs")
+    settings = read_settings(knobs, FAMILIES[family].knobs, owner=f"{family} knobs", noun="knob")
     if family == "guess_number" and settings["high"] <= settings["low"]:
         raise SettingsError(f"{family} knobs", ["high must be more than low"])
     return settings

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Literal
 
+from models_gpu.spec.settings import Problem
 from models_gpu.spec.templates import TEMPLATE_NAMES
 
 ProtocolMode = Literal["didactic", "sharded", "self_correction", "single_turn"]
@@ -30,13 +31,6 @@ SELF_CORRECTION_STYLES: Mapping[str, str] = {
 ROLES: tuple[ModelRole, ...] = ("student", "teacher", "user_simulator", "judge")
 MAX_TURNS = 50
 MAX_REGENERATIONS = 10
-
-
-class Problem(NamedTuple):
-    """Something wrong, and the field (of a protocol or a run) it is about."""
-
-    field: str
-    message: str
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from models_gpu.spec.backends import backend_problems
-from models_gpu.spec.protocol import ROLES, Problem, ProtocolSpec, protocol_problems, role_problems
+from models_gpu.spec.protocol import ROLES, ProtocolSpec, protocol_problems, role_problems
+from models_gpu.spec.settings import Problem
 from models_gpu.spec.templates import resolve_templates
 
 SCHEMA_VERSION = 1
@@ -124,7 +125,7 @@ def run_config_problems(config: RunConfig) -> list[Problem]:
     for role, spec in config.roles().items():
         if spec is not None:
             problems += [
-                Problem(role, f"{spec.name or spec.backend}: {problem}")
+                Problem(role, f"{spec.name or spec.backend}: {problem.message}")
                 for problem in backend_problems(spec.backend, spec.location, spec.params)
             ]
     ranges = {

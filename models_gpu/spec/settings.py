@@ -8,13 +8,21 @@ its default would quietly change a research result.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 SettingKind = Literal["int", "float", "bool", "str", "choice", "list"]
+
+
+class Problem(NamedTuple):
+    """Something wrong, and the field (of a form, a protocol, a run) it is about."""
+
+    field: str
+    message: str
 
 
 class SettingsError(ValueError):
@@ -87,8 +95,8 @@ class Setting:
 
     def _number_problem(self, value: Any) -> str | None:
         integer = self.kind == "int"
-        allowed: tuple[type, ...] = (int,) if integer else (int, float)
-        if isinstance(value, bool) or not isinstance(value, allowed) or not math.isfinite(value):
+        number = isinstance(value, int) if integer else isinstance(value, int | float)
+        if isinstance(value, bool) or not number or not math.isfinite(value):
             kind = "a whole number" if integer else "a finite number"
             return f"{self.name} must be {kind} (got {value!r})"
         if not self._in_range(value):
@@ -110,6 +118,21 @@ class Setting:
         high = "" if self.high is None else f"at most {self.high:g}"
         return " and ".join(part for part in (low, high) if part) or "any value"
 
+    def summary(self) -> str:
+        """What the value may be and what it is when not given, in words (for pages)."""
+        kinds = {"int": "a whole number", "float": "a number", "bool": "true or false"}
+        kinds |= {"str": "text", "choice": " | ".join(self.choices), "list": "a list of text"}
+        parts = [kinds[self.kind]]
+        if self.kind in ("int", "float") and (self.low is not None or self.high is not None):
+            parts.append(self.bounds())
+        if self.pattern_help:
+            parts.append(self.pattern_help)
+        if self.required:
+            parts.append("required")
+        elif self.default is not None:
+            parts.append(f"default {json.dumps(self.default)}")
+        return ", ".join(parts)
+
     def normalise(self, value: Any) -> Any:
         """A valid value in its canonical type (a float setting given 1 is 1.0)."""
         if self.kind == "float" and value is not None:
@@ -117,14 +140,17 @@ class Setting:
         return value
 
 
-def settings_problems(values: Mapping[str, Any], schema: Iterable[Setting]) -> list[str]:
-    """Every problem with ``values``: unknown names, missing required ones, bad values."""
+def settings_problems(
+    values: Mapping[str, Any], schema: Iterable[Setting], *, noun: str = "setting"
+) -> list[str]:
+    """Every problem with ``values``: unknown names, missing required ones, bad values
+    (``noun`` is what the names are called in messages: setting, parameter, knob)."""
     by_name = {setting.name: setting for setting in schema}
     problems = []
     unknown = sorted(set(values) - set(by_name))
     if unknown:
         problems.append(
-            f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(by_name) or 'none'}"
+            f"unknown {noun}(s) {', '.join(unknown)}; known: {', '.join(by_name) or 'none'}"
         )
     for name, setting in by_name.items():
         if name not in values:
@@ -138,12 +164,12 @@ def settings_problems(values: Mapping[str, Any], schema: Iterable[Setting]) -> l
 
 
 def read_settings(
-    values: Mapping[str, Any], schema: Iterable[Setting], *, owner: str
+    values: Mapping[str, Any], schema: Iterable[Setting], *, owner: str, noun: str = "setting"
 ) -> dict[str, Any]:
     """Every setting of ``schema``: the value given, else its default; ``SettingsError`` (whose
     message starts with ``owner``) when anything is wrong."""
     schema = tuple(schema)
-    problems = settings_problems(values, schema)
+    problems = settings_problems(values, schema, noun=noun)
     if problems:
         raise SettingsError(owner, problems)
     return {

@@ -14,8 +14,15 @@ from models_gpu.spec.settings import Setting, read_settings, settings_problems
 
 @dataclass(frozen=True)
 class VerifierKind:
+    """``reference_fields``: what a task's private reference must hold for this verifier (the
+    task editor asks for them; the verifier has the last word)."""
+
     label: str
     settings: tuple[Setting, ...] = ()
+    reference_fields: tuple[str, ...] = ()
+
+
+_ANSWER = ("answer",)
 
 
 _TOLERANCES = (
@@ -27,8 +34,9 @@ VERIFIERS: Mapping[str, VerifierKind] = {
     "exact": VerifierKind(
         "Exact / normalized string",
         (Setting("case_sensitive", "bool", "compare letter case too", False),),
+        _ANSWER,
     ),
-    "numeric": VerifierKind("Numeric", _TOLERANCES),
+    "numeric": VerifierKind("Numeric", _TOLERANCES, _ANSWER),
     "math": VerifierKind(
         "Math expression",
         (
@@ -36,6 +44,7 @@ VERIFIERS: Mapping[str, VerifierKind] = {
             Setting("timeout_seconds", "int", "parsing time limit (0: none)", 5, low=0),
             Setting("max_answer_chars", "int", "longer answers are refused unparsed", 400, low=1),
         ),
+        _ANSWER,
     ),
     "regex": VerifierKind(
         "Regular expression",
@@ -51,6 +60,7 @@ VERIFIERS: Mapping[str, VerifierKind] = {
     "multiple_choice": VerifierKind(
         "Multiple choice",
         (Setting("choices", "list", "the choices' texts (empty: letters A-Z)", []),),
+        _ANSWER,
     ),
     "code": VerifierKind(
         "Code (unit tests in a sandbox)",
@@ -60,6 +70,7 @@ VERIFIERS: Mapping[str, VerifierKind] = {
             Setting("memory_mb", "int", "address space of the code, interpreter included", 512,
                     low=64, high=65536),
         ),
+        ("tests", "entry_point"),
     ),
     "maze": VerifierKind("Maze"),
     "code_guess": VerifierKind("Code guess"),

@@ -1,7 +1,8 @@
 """Verifiers: ``verify(task, response) -> Verdict``, chosen by ``task.verifier_kind``.
 
-Kinds (the web side mirrors these names in its choices; it cannot import this package). Every
-option is validated: an unknown one is a ValueError naming it. The answer is extracted from
+Kinds, their options and defaults are declared in ``models_gpu.spec.verifiers`` (the web side
+offers and validates them from there). Every option is validated: an unknown one is a ValueError
+naming it. The answer is extracted from
 free-form output: the last ``\\boxed{...}`` > the last "The answer is X" / "Answer: X" > the last
 non-empty line (code: the last fenced python block, else the whole response).
 
@@ -66,6 +67,7 @@ from models_gpu.verifiers.multiple_choice import verify_multiple_choice
 from models_gpu.verifiers.numeric import verify_numeric
 from models_gpu.verifiers.pattern import verify_regex
 
+# Every kind of models_gpu.spec.verifiers.VERIFIERS has its function here (a test checks).
 _VERIFIERS: Mapping[str, Callable[[TaskSpec, str], Verdict]] = {
     "exact": verify_exact,
     "numeric": verify_numeric,

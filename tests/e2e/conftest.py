@@ -47,7 +47,7 @@ class WorkerProcess:
         env = {**os.environ, "DATABASE_URL": test_database_url(), "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "celery", "-A", "workers.celery", "worker",
+                sys.executable, "-m", "celery", "-A", "webapp", "worker",
                 "--queues=default,gpu", "--pool=solo", "--concurrency=1",
                 "--prefetch-multiplier=1", "--without-gossip", "--without-mingle",
                 "--loglevel=INFO", f"--hostname=e2e-{os.getpid()}@%h",
@@ -83,7 +83,7 @@ class WorkerProcess:
 
 def purge_broker() -> None:
     """Drop messages a previous run left behind, so this worker sees only this test's runs."""
-    from workers.celery import app
+    from webapp.celery import app
 
     app.control.purge()
 

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from tests.e2e.conftest import wait_until
 from tests.factories import PASSWORD, UserFactory
-from webapp.tasks import importing
+from webapp.tasks.imports.services import task_import_confirm, task_import_create
 from webapp.tasks.models import TaskImport, TaskSet
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -25,17 +25,13 @@ def finished(task_import: TaskImport) -> bool:
 
 def test_worker_imports_humaneval_and_fails_a_bad_upload_cleanly(worker) -> None:  # type: ignore[no-untyped-def]
     with transaction.atomic():
-        good = importing.task_import_create(
-            source="humaneval", task_set_name="HumanEval", created_by=None
-        )
+        good = task_import_create(source="humaneval", task_set_name="HumanEval", created_by=None)
     with transaction.atomic():
-        bad = importing.task_import_create(
+        bad = task_import_create(
             source="upload", task_set_name="Bad", created_by=None, file_format="jsonl",
             upload=SimpleUploadedFile("bad.jsonl", b'{"q": "1+1?", "a": "2"}\n{"q": "x", "a": \n'),
         )  # fmt: skip
-        importing.task_import_confirm(
-            task_import=bad, columns={"prompt": "q", "answer": "a"}, defaults={}
-        )
+        task_import_confirm(task_import=bad, columns={"prompt": "q", "answer": "a"}, defaults={})
     wait_until(lambda: finished(good) and finished(bad), timeout=60)
     assert good.status == "succeeded", good.error + worker.output()
     assert good.task_set.tasks.count() == 164 and good.progress_done == 164

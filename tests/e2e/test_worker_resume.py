@@ -144,7 +144,7 @@ class PreforkWorker:
         env = {**os.environ, "DATABASE_URL": e2e.test_database_url(), "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "celery", "-A", "workers.celery", "worker",
+                sys.executable, "-m", "celery", "-A", "webapp", "worker",
                 "--queues=default,gpu", "--pool=prefork", "--concurrency=1",
                 "--prefetch-multiplier=1", "--without-gossip", "--without-mingle",
                 "--loglevel=INFO", f"--hostname=prefork-{os.getpid()}@%h",

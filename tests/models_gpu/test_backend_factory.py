@@ -65,3 +65,10 @@ def test_models_gpu_imports_nothing_heavy_or_web_side() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_every_available_backend_of_the_spec_has_a_loader() -> None:
+    from models_gpu.backends import BACKENDS as LOADED
+    from models_gpu.spec.backends import AVAILABLE_BACKENDS
+
+    assert set(LOADED) == set(AVAILABLE_BACKENDS)

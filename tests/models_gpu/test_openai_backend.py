@@ -410,11 +410,17 @@ def test_generate_works_inside_a_running_event_loop() -> None:
     [
         ({}, r"model is required"),
         ({"model": "m", "concurrency": 4}, r"unknown setting\(s\) concurrency; known"),
-        ({"model": "m", "api_key_env": "sk-abc123"}, r"must be the NAME of an environment variable"),
+        (
+            {"model": "m", "api_key_env": "sk-abc123"},
+            r"must be the NAME of an environment variable",
+        ),
         ({"model": "m", "max_concurrency": 0}, r"max_concurrency must be at least 1 \(got 0\)"),
         ({"model": "m", "timeout_seconds": 0}, r"timeout_seconds must be more than 0"),
         ({"model": "m", "max_retries": -1}, r"max_retries must be at least 0"),
-        ({"model": "m", "temperature": "hot"}, r"temperature must be a finite number \(got 'hot'\)"),
+        (
+            {"model": "m", "temperature": "hot"},
+            r"temperature must be a finite number \(got 'hot'\)",
+        ),
     ],
 )
 def test_bad_params_are_refused(params: dict[str, object], message: str) -> None:

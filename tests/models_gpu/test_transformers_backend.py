@@ -163,7 +163,10 @@ def test_generators_on_one_checkpoint_share_the_model(tiny_model_dir: Path) -> N
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"temprature": 0.5}, r"unknown setting\(s\) temprature; known: max_new_tokens, temperature"),
+        (
+            {"temprature": 0.5},
+            r"unknown setting\(s\) temprature; known: max_new_tokens, temperature",
+        ),
         ({"temperature": -0.1}, r"temperature must be at least 0 \(got -0.1\)"),
         ({"temperature": "hot"}, r"temperature must be a finite number"),
         ({"top_p": 0}, r"top_p must be more than 0 and at most 1"),

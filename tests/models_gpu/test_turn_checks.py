@@ -88,11 +88,7 @@ def test_an_unparseable_judge_reply_leaves_the_rule() -> None:
     protocol = replace(DIDACTIC, judge_turn_kinds=True, max_turns=1)
     judge = judge_saying("It is probably an attempt.")
     [result], _ = run(
-        jobs(1),
-        replies_in_order("Is it 1?"),
-        None,
-        replace(protocol, mode="single_turn"),
-        judge=judge,
+        jobs(1), replies_in_order("Is it 1?"), replies_in_order("unused"), protocol, judge=judge
     )
     [turn] = result.turns
     assert turn.kind == "question"  # the rule's fallback for an implicit answer with a "?"

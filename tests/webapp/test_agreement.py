@@ -11,11 +11,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tests.factories import (
-    ProtocolFactory,
-    StudentFactory,
     TaskFactory,
-    TaskSetFactory,
     UserFactory,
+    frozen_run,
 )
 from webapp.annotations import agreement_selectors as selectors
 from webapp.annotations.models import (
@@ -35,11 +33,7 @@ Kind = LabelQuestion.Kind
 
 
 def make_run(name: str) -> Run:
-    task_set = TaskSetFactory()
-    return Run.objects.create(
-        name=name, task_set=task_set, student=StudentFactory(), protocol=ProtocolFactory(),
-        config={}, config_hash="0" * 64,
-    )  # fmt: skip
+    return frozen_run(name=name)
 
 
 def make_dialogue(run: Run, leaks: list[bool]) -> Dialogue:

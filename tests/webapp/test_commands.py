@@ -4,7 +4,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from webapp.accounts.models import User
-from webapp.core.demo import (
+from webapp.demo.services import (
     DEMO_TASK_SET,
     DEMO_USERNAME,
     HOUSE_MODEL,

@@ -5,7 +5,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TaskSetFactory
+from models_gpu.spec.results import DialogueRow
+from tests.factories import TaskFactory, frozen_run
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.services import dialogues_store
 from webapp.runs.models import Run
@@ -15,14 +16,11 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def run():  # type: ignore[no-untyped-def]
-    return Run.objects.create(
-        name="r",
-        task_set=TaskSetFactory(),
-        student=StudentFactory(),
-        protocol=ProtocolFactory(),
-        config={"protocol": {"max_turns": 5}},
-        config_hash="0" * 64,
-    )
+    return frozen_run(name="r")
+
+
+def rows(payloads: list[dict]) -> list[DialogueRow]:
+    return [DialogueRow.from_json(payload) for payload in payloads]
 
 
 def dialogue_payload(task_id: int, sample_index: int = 0, text: str = "The answer is 3.") -> dict:
@@ -47,9 +45,10 @@ def dialogue_payload(task_id: int, sample_index: int = 0, text: str = "The answe
 
 def test_storing_the_same_dialogues_twice_keeps_one_copy(run) -> None:  # type: ignore[no-untyped-def]
     tasks = TaskFactory.create_batch(3, task_set=run.task_set)
-    batch = [dialogue_payload(t.pk) for t in tasks]
+    batch = rows([dialogue_payload(t.pk) for t in tasks])
     assert dialogues_store(run_id=run.pk, dialogues=batch) == 3
-    assert dialogues_store(run_id=run.pk, dialogues=[*batch, dialogue_payload(tasks[0].pk, 1)]) == 1
+    again = [*batch, *rows([dialogue_payload(tasks[0].pk, 1)])]
+    assert dialogues_store(run_id=run.pk, dialogues=again) == 1
     assert Dialogue.objects.filter(run=run).count() == 4
     assert Turn.objects.count() == 4
 
@@ -57,7 +56,7 @@ def test_storing_the_same_dialogues_twice_keeps_one_copy(run) -> None:  # type: 
 def test_dialogue_list_uses_a_fixed_number_of_queries(researcher_client, run) -> None:  # type: ignore[no-untyped-def]
     def queries_for(count: int) -> int:
         tasks = TaskFactory.create_batch(count, task_set=run.task_set)
-        dialogues_store(run_id=run.pk, dialogues=[dialogue_payload(t.pk) for t in tasks])
+        dialogues_store(run_id=run.pk, dialogues=rows([dialogue_payload(t.pk) for t in tasks]))
         with CaptureQueriesContext(connection) as context:
             assert researcher_client.get(reverse("dialogue_list")).status_code == 200
         return len(context.captured_queries)
@@ -68,7 +67,7 @@ def test_dialogue_list_uses_a_fixed_number_of_queries(researcher_client, run) ->
 def test_dialogue_page_escapes_model_text_and_shows_verdicts(researcher_client, run) -> None:  # type: ignore[no-untyped-def]
     task = TaskFactory(task_set=run.task_set)
     hostile = "<script>alert('x')</script> The answer is 3."
-    dialogues_store(run_id=run.pk, dialogues=[dialogue_payload(task.pk, text=hostile)])
+    dialogues_store(run_id=run.pk, dialogues=rows([dialogue_payload(task.pk, text=hostile)]))
     dialogue = Dialogue.objects.get()
     html = researcher_client.get(reverse("dialogue_detail", args=[dialogue.pk])).content.decode()
     assert "<script>alert" not in html
@@ -81,7 +80,7 @@ def test_an_unsandboxed_code_verdict_is_marked_on_the_dialogue_page(researcher_c
     sandboxed, unsandboxed = dialogue_payload(task.pk, 0), dialogue_payload(task.pk, 1)
     sandboxed["turns"][0]["verdict_details"] = {"reason": "correct", "sandbox": "bubblewrap"}
     unsandboxed["turns"][0]["verdict_details"] = {"reason": "correct", "sandbox": "none"}
-    dialogues_store(run_id=run.pk, dialogues=[sandboxed, unsandboxed])
+    dialogues_store(run_id=run.pk, dialogues=rows([sandboxed, unsandboxed]))
     pages = {
         dialogue.sample_index: researcher_client.get(
             reverse("dialogue_detail", args=[dialogue.pk])
@@ -95,7 +94,7 @@ def test_an_unsandboxed_code_verdict_is_marked_on_the_dialogue_page(researcher_c
 def test_transcripts_filter_by_run_and_outcome(researcher_client, run) -> None:  # type: ignore[no-untyped-def]
     task = TaskFactory(task_set=run.task_set)
     unsolved = {**dialogue_payload(task.pk, 1), "outcome": "unsolved", "first_correct_turn": None}
-    dialogues_store(run_id=run.pk, dialogues=[dialogue_payload(task.pk), unsolved])
+    dialogues_store(run_id=run.pk, dialogues=rows([dialogue_payload(task.pk), unsolved]))
     response = researcher_client.get(
         reverse("dialogue_list"), {"run": run.pk, "outcome": "unsolved"}
     )
@@ -118,7 +117,6 @@ def test_migration_backfills_write_what_the_store_writes(corpus) -> None:  # typ
     before those columns existed, the migrations' backfills must give the same values."""
     from webapp.dialogues.search import fill_documents
     from webapp.dialogues.summary import KIND_BITS, backfill, fill_student_names
-    from webapp.runs.models import Run
     from webapp.tasks.models import Task
 
     assert set(KIND_BITS) == set(Turn.Kind.values)
@@ -140,12 +138,13 @@ def test_migration_backfills_write_what_the_store_writes(corpus) -> None:  # typ
     assert {row["pk"]: row for row in Dialogue.objects.values("pk", *COPIED)} == stored
 
 
-def test_renaming_a_student_model_renames_its_copy_on_dialogues(corpus) -> None:  # type: ignore[no-untyped-def]
+def test_dialogues_keep_the_student_name_their_run_was_launched_with(corpus) -> None:  # type: ignore[no-untyped-def]
     dialogue = Dialogue.objects.select_related("run__student").first()
     student = dialogue.run.student
+    launched_as = student.name
     student.name = "renamed student"
     student.save()
     names = set(
         Dialogue.objects.filter(run__student=student).values_list("student_name", flat=True)
     )
-    assert names == {"renamed student"}
+    assert names == {launched_as}

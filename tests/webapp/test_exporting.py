@@ -11,8 +11,10 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from tests.factories import TaskFactory, TaskSetFactory
-from webapp.tasks import importing
-from webapp.tasks.importing import DIALAB_FIELDS
+from webapp.tasks.imports.errors import TaskImportError
+from webapp.tasks.imports.mapping import DIALAB_FIELDS
+from webapp.tasks.imports.services import import_into_task_set
+from webapp.tasks.imports.sources import file_source
 from webapp.tasks.models import TaskImport, TaskSet
 
 pytestmark = pytest.mark.django_db
@@ -93,10 +95,10 @@ def test_dialab_format_rejects_an_unknown_field_with_its_line(tmp_path: Path) ->
     path.write_text('{"prompt": "p", "reference": {"answer": "1"}}\n{"prompt": "q", "anser": 1}\n')
     with (
         path.open("rb") as stream,
-        pytest.raises(importing.TaskImportError, match=r"^line 2: unknown field\(s\) anser$"),
+        pytest.raises(TaskImportError, match=r"^line 2: unknown field\(s\) anser$"),
     ):
-        source = importing.file_source(stream, file_format="dialab")
-        importing.import_into_task_set(source=source, task_set_name="x")
+        source = file_source(stream, file_format="dialab")
+        import_into_task_set(source=source, task_set_name="x")
     assert not TaskSet.objects.exists()
 
 

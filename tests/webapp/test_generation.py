@@ -6,15 +6,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from models_gpu.generators import GENERATOR_KNOBS as MODEL_SIDE_KNOBS
-from webapp.tasks.generation import GENERATOR_KNOBS
+from webapp.tasks.generation import generation_create
 from webapp.tasks.models import TaskImport, TaskSet
 
 pytestmark = pytest.mark.django_db
-
-
-def test_the_web_side_mirror_of_the_generator_knobs_is_exact() -> None:
-    assert MODEL_SIDE_KNOBS == GENERATOR_KNOBS
 
 
 def test_the_form_shows_the_chosen_familys_knobs(researcher_client) -> None:  # type: ignore[no-untyped-def]
@@ -63,16 +58,22 @@ def test_form_refuses_knobs_out_of_range(researcher_client) -> None:  # type: ig
     assert not TaskImport.objects.exists()
 
 
-def test_a_generator_error_fails_the_job_and_creates_nothing(
+def test_knobs_the_family_refuses_are_shown_on_the_form_and_nothing_is_sent(
     researcher_client, eager_celery, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     form = {"family": "guess_number", "count": 5, "seed": 0, "knob_low": 10, "knob_high": 3}
     with django_capture_on_commit_callbacks(execute=True):
-        researcher_client.post(reverse("task_set_generate"), form)
-    task_import = TaskImport.objects.get()
-    assert task_import.status == TaskImport.Status.FAILED
-    assert "cannot generate 'guess_number' tasks" in task_import.error
-    assert not TaskSet.objects.exists()
+        response = researcher_client.post(reverse("task_set_generate"), form)
+    assert "high must be more than low" in response.content.decode()
+    assert not TaskImport.objects.exists() and not TaskSet.objects.exists()
+
+
+def test_the_service_refuses_bad_knobs_whoever_calls_it() -> None:
+    with pytest.raises(ValueError, match="rows must be at least 3"):
+        generation_create(
+            family="maze", count=3, seed=0, knobs={"rows": 1}, task_set_name="m", created_by=None
+        )
+    assert not TaskImport.objects.exists()
 
 
 def test_same_seed_same_tasks_from_the_command() -> None:

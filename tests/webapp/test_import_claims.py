@@ -1,5 +1,5 @@
 """Imports whose worker died: who may claim a running import, recovery, and an import that
-lost its claim writing nothing (webapp.tasks.import_claims)."""
+lost its claim writing nothing (webapp.tasks.imports.claims)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from webapp.core.heartbeat import stale_after
-from webapp.tasks import import_claims, importing
-from webapp.tasks.import_claims import MAX_IMPORT_ATTEMPTS, task_import_claim, worker_identity
+from webapp.tasks.imports.claims import (
+    MAX_IMPORT_ATTEMPTS,
+    task_import_claim,
+    task_imports_recover,
+    worker_identity,
+)
+from webapp.tasks.imports.services import task_import_execute
+from webapp.tasks.imports.sources import ImportSource
 from webapp.tasks.models import TaskImport, TaskSet
 
 pytestmark = pytest.mark.django_db
@@ -84,7 +90,7 @@ def test_recovery_sends_lost_imports_and_the_next_claim_finishes_them(
     lost = running_import(dead_worker())
     alive = running_import(worker_identity())
     with django_capture_on_commit_callbacks(execute=True):
-        assert import_claims.task_imports_recover() == [lost.pk]
+        assert task_imports_recover() == [lost.pk]
     lost.refresh_from_db()
     assert lost.status == "succeeded" and lost.attempts == 2
     assert lost.task_set is not None and lost.task_set.tasks.count() == 30
@@ -101,7 +107,7 @@ def test_an_import_whose_claim_was_taken_over_writes_nothing() -> None:
         parameters={"count": 30, "seed": 1},
     )  # fmt: skip
 
-    def taken_over_midway(claimed: TaskImport) -> importing.ImportSource:
+    def taken_over_midway(claimed: TaskImport) -> ImportSource:
         source = generator_source(claimed)
         records = source.records
 
@@ -114,7 +120,7 @@ def test_an_import_whose_claim_was_taken_over_writes_nothing() -> None:
         source.records = read  # type: ignore[assignment]
         return source
 
-    importing.task_import_execute(import_id=task_import.pk, open_source=taken_over_midway)
+    task_import_execute(import_id=task_import.pk, open_source=taken_over_midway)
     assert not TaskSet.objects.exists()
     task_import.refresh_from_db()
     assert task_import.status == "running", "the outcome is the successor's to record"

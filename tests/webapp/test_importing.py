@@ -13,9 +13,18 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from tests.factories import TaskSetFactory
-from webapp.tasks import importing
-from webapp.tasks.import_claims import task_import_claim, worker_identity
-from webapp.tasks.importing import FieldMapping, TaskImportError
+from webapp.tasks.imports.claims import task_import_claim, worker_identity
+from webapp.tasks.imports.errors import TaskImportError
+from webapp.tasks.imports.mapping import FieldMapping, lookup
+from webapp.tasks.imports.preview import lic_guess, preview
+from webapp.tasks.imports.readers import read_csv, read_json, read_jsonl
+from webapp.tasks.imports.services import import_into_task_set, task_import_execute
+from webapp.tasks.imports.sources import (
+    HUMANEVAL_INSTRUCTION,
+    file_source,
+    hf_dataset_source,
+    humaneval_source,
+)
 from webapp.tasks.models import Task, TaskImport, TaskSet
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -34,8 +43,8 @@ def media_root(settings, tmp_path):  # type: ignore[no-untyped-def]
 
 def run_file(path: Path, file_format: str, mapping: FieldMapping | None = None) -> TaskSet:
     with path.open("rb") as stream:
-        source = importing.file_source(stream, file_format=file_format, mapping=mapping)
-        return importing.import_into_task_set(source=source, task_set_name=path.stem)
+        source = file_source(stream, file_format=file_format, mapping=mapping)
+        return import_into_task_set(source=source, task_set_name=path.stem)
 
 
 def write(tmp_path: Path, name: str, content: bytes | str) -> Path:
@@ -49,23 +58,23 @@ def write(tmp_path: Path, name: str, content: bytes | str) -> Path:
 
 def test_jsonl_reader_yields_line_numbers_and_skips_blank_lines() -> None:
     with (DATA / "tasks.jsonl").open("rb") as stream:
-        records = list(importing.read_jsonl(stream))
+        records = list(read_jsonl(stream))
     assert [number for number, _ in records] == [1, 3, 4]
     assert records[1][1]["q"] == "Wie viel ist 5 × 6?"
 
 
 def test_csv_reader_numbers_rows_by_the_physical_line_they_start_on() -> None:
     with (DATA / "tasks.csv").open("rb") as stream:
-        records = list(importing.read_csv(stream))
+        records = list(read_csv(stream))
     assert [number for number, _ in records] == [2, 3, 5]
     assert records[1][1]["question"] == "A line\nthat spans two lines: 3 * 3?"
 
 
 def test_json_reader_streams_a_top_level_array_and_a_list_inside_an_object() -> None:
     with (DATA / "lost_in_conversation.json").open("rb") as stream:
-        assert [n for n, _ in importing.read_json(stream)] == [1, 2]
+        assert [n for n, _ in read_json(stream)] == [1, 2]
     with (DATA / "wrapped.json").open("rb") as stream:
-        records = list(importing.read_json(stream))
+        records = list(read_json(stream))
     assert records == [
         (1, {"prompt": "2 + 3?", "answer": 5}),
         (2, {"prompt": "7 - 1?", "answer": 6.0}),
@@ -74,9 +83,9 @@ def test_json_reader_streams_a_top_level_array_and_a_list_inside_an_object() -> 
 
 def test_lookup_follows_dotted_paths_into_objects_and_lists() -> None:
     record = {"meta": {"answers": ["a", "b"]}, "x.y": 1}
-    assert importing.lookup(record, "meta.answers.1") == "b"
-    assert importing.lookup(record, "x.y") == 1
-    assert importing.lookup(record, "meta.missing") is None
+    assert lookup(record, "meta.answers.1") == "b"
+    assert lookup(record, "x.y") == 1
+    assert lookup(record, "meta.missing") is None
 
 
 # --- Mapping -----------------------------------------------------------------------------------
@@ -110,8 +119,8 @@ def test_jsonl_import_with_nested_dotted_paths_tags_and_defaults() -> None:
 @pytest.mark.django_db
 def test_lost_in_conversation_shards_are_ordered_by_shard_id() -> None:
     with (DATA / "lost_in_conversation.json").open("rb") as stream:
-        columns, _ = importing.preview(importing.read_json(stream))
-    guess = importing.lic_guess(columns)
+        columns, _ = preview(read_json(stream))
+    guess = lic_guess(columns)
     assert guess == {
         "shards": "shards",
         "external_id": "task_id",
@@ -135,9 +144,7 @@ def test_lost_in_conversation_shards_are_ordered_by_shard_id() -> None:
 
 @pytest.mark.django_db
 def test_humaneval_imports_164_code_tasks() -> None:
-    task_set = importing.import_into_task_set(
-        source=importing.humaneval_source(), task_set_name="HumanEval"
-    )
+    task_set = import_into_task_set(source=humaneval_source(), task_set_name="HumanEval")
     assert task_set.tasks.count() == 164
     first = task_set.tasks.get(position=0)
     assert first.external_id == "HumanEval/0"
@@ -145,7 +152,7 @@ def test_humaneval_imports_164_code_tasks() -> None:
     assert set(first.reference) == {"tests", "entry_point", "solution"}
     assert first.reference["entry_point"] == "has_close_elements"
     assert "def check(candidate)" in first.reference["tests"]
-    assert first.prompt.startswith(importing.HUMANEVAL_INSTRUCTION)
+    assert first.prompt.startswith(HUMANEVAL_INSTRUCTION)
     assert "```python\nfrom typing import List" in first.prompt
     assert first.reference["solution"].startswith("from typing import List")
 
@@ -158,9 +165,7 @@ def test_imported_humaneval_solutions_verify_in_the_sandbox() -> None:
     from webapp.tasks.selectors import task_payloads
     from workers.specs import task_spec
 
-    task_set = importing.import_into_task_set(
-        source=importing.humaneval_source(), task_set_name="HumanEval"
-    )
+    task_set = import_into_task_set(source=humaneval_source(), task_set_name="HumanEval")
     for payload in task_payloads(task_set_id=task_set.pk)[:4]:
         task = task_spec(payload)
         solution = payload["reference"]["solution"]
@@ -179,20 +184,20 @@ def test_hf_dataset_from_a_local_saved_directory(tmp_path: Path) -> None:
         {"train": datasets.Dataset.from_list(rows), "test": datasets.Dataset.from_list(rows[:2])}
     ).save_to_disk(str(tmp_path / "sums"))
     mapping = FieldMapping({"prompt": "problem", "answer": "target", "difficulty": "level"})
-    source = importing.hf_dataset_source(str(tmp_path / "sums"), split="test", mapping=mapping)
-    task_set = importing.import_into_task_set(source=source, task_set_name="sums")
+    source = hf_dataset_source(str(tmp_path / "sums"), split="test", mapping=mapping)
+    task_set = import_into_task_set(source=source, task_set_name="sums")
     assert list(task_set.tasks.order_by("position").values_list("prompt", "reference")) == [
         ("What is 0 + 0?", {"answer": "0"}),
         ("What is 1 + 1?", {"answer": "2"}),
     ]
-    default_split = importing.hf_dataset_source(str(tmp_path / "sums"), split="", mapping=mapping)
+    default_split = hf_dataset_source(str(tmp_path / "sums"), split="", mapping=mapping)
     assert default_split.total == 7, "train is the default split"
 
 
 def test_hf_dataset_name_that_needs_the_hub_fails_at_once_with_a_clear_message() -> None:
     mapping = FieldMapping({"prompt": "q", "answer": "a"})
     with pytest.raises(TaskImportError, match="hub access is off"):
-        importing.hf_dataset_source("openai/gsm8k", split="", mapping=mapping)
+        hf_dataset_source("openai/gsm8k", split="", mapping=mapping)
 
 
 # --- Bad input: nothing is imported, and the message names the line and field ----------------
@@ -300,11 +305,11 @@ def test_a_bad_record_after_several_batches_rolls_back_every_batch(tmp_path: Pat
     lines.append('{"q": "broken"')
     path = write(tmp_path, "big.jsonl", "\n".join(lines) + "\n")
     with path.open("rb") as stream:
-        source = importing.file_source(
+        source = file_source(
             stream, file_format="jsonl", mapping=FieldMapping({"prompt": "q", "answer": "a"})
         )
         with pytest.raises(TaskImportError, match=r"^line 46: malformed JSON"):
-            importing.import_into_task_set(source=source, task_set_name="big", batch_size=10)
+            import_into_task_set(source=source, task_set_name="big", batch_size=10)
     assert not Task.objects.exists() and not TaskSet.objects.exists()
 
 
@@ -443,7 +448,7 @@ def test_a_pending_import_is_claimed_once(db) -> None:  # type: ignore[no-untype
     this_process = worker_identity()
     assert task_import_claim(import_id=task_import.pk, worker=this_process)
     assert not task_import_claim(import_id=task_import.pk, worker="another-host:1")
-    importing.task_import_execute(import_id=task_import.pk)  # already running: does nothing
+    task_import_execute(import_id=task_import.pk)  # already running: does nothing
     assert not TaskSet.objects.exists()
 
 

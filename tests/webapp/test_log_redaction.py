@@ -176,7 +176,7 @@ def test_django_loggers_have_no_unfiltered_handlers() -> None:
 
 
 def test_the_celery_worker_filters_the_handlers_it_installs() -> None:
-    from workers.celery import redact_secrets_in_worker_logs
+    from workers.log_redaction import redact_secrets_in_worker_logs
 
     logger = logging.getLogger("dialab.test.celery-like")
     handler = logging.StreamHandler(io.StringIO())

@@ -118,7 +118,11 @@ def test_register_refuses_even_when_the_model_already_exists() -> None:
     """The demo and build_house_model go through model_spec_register: neither path, creating
     or updating, can write a credential."""
     model, created = model_spec_register(
-        name="house", backend="openai", location="http://h/v1", replace=True
+        name="house",
+        backend="openai",
+        location="http://h/v1",
+        generation_params={"model": "m"},
+        replace=True,
     )
     assert created
     for replace in (True, False):
@@ -127,6 +131,7 @@ def test_register_refuses_even_when_the_model_already_exists() -> None:
                 name="house",
                 backend="openai",
                 location=f"http://u:{KEY}@h/v1",
+                generation_params={"model": "m"},
                 replace=replace,
             )
     model.refresh_from_db()
@@ -134,7 +139,7 @@ def test_register_refuses_even_when_the_model_already_exists() -> None:
 
 
 def test_the_demo_registers_its_models_through_the_service(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from webapp.core import demo
+    from webapp.demo import services as demo
 
     registered: list[str] = []
     real = demo.model_spec_register

@@ -76,7 +76,7 @@ def test_a_sharded_run_freezes_its_user_simulator_and_batch_size(
     assert (run.user_simulator, run.teacher, run.judge) == (models["revealer"], None, None)
     assert run.config["user_simulator"]["location"] == "shard-revealer"
     assert run.config["teacher"] is None and run.config["judge"] is None
-    assert (run.batch_size, run.config["batch_size"]) == (16, 16)
+    assert run.frozen_config.batch_size == 16
     assert run.progress_total == 4
 
 
@@ -171,11 +171,11 @@ def test_a_human_model_cannot_play_yet(researcher_client, models, plain_set) -> 
         researcher_client, task_set=plain_set, protocol=ProtocolFactory(), student=person,
         teacher=models["teacher"],
     )  # fmt: skip
-    assert "person uses the human backend, not available yet." in response.content.decode()
+    assert "person: the human backend is not available yet" in response.content.decode()
 
 
 def test_roles_played_by_the_same_model_load_it_once(tiny_model_dir) -> None:  # type: ignore[no-untyped-def]
-    from models_gpu.types import RoleSpec
+    from models_gpu.spec.run import RoleSpec
     from workers.evaluation import load_role_generators
 
     house = RoleSpec("transformers", str(tiny_model_dir), {"max_new_tokens": 4})

@@ -8,20 +8,14 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
+from models_gpu.spec.run import RunConfig
+from models_gpu.spec.templates import DEFAULT_TEMPLATES
 from tests.factories import StudentFactory, TaskFactory, TeacherFactory
 from webapp.runs import services
 from webapp.runs.forms import ProtocolForm, template_field_name
 from webapp.runs.models import Protocol
-from webapp.runs.prompt_templates import DEFAULT_TEMPLATES, complete_templates
 
 pytestmark = pytest.mark.django_db
-
-
-def test_web_defaults_equal_the_engine_defaults() -> None:
-    """The web side mirrors models_gpu.prompts (it may not import it); this keeps them equal."""
-    from models_gpu.prompts import DEFAULT_TEMPLATES as ENGINE_DEFAULTS
-
-    assert dict(ENGINE_DEFAULTS) == DEFAULT_TEMPLATES
 
 
 def protocol_data(**overrides: Any) -> dict[str, Any]:
@@ -119,7 +113,7 @@ def test_templates_and_options_are_frozen_into_the_run_config(researcher) -> Non
         protocol_data(template_teacher_system="Version one.", regenerate_leaks=2, judge_leaks="on")
     )
     assert form.is_valid(), form.errors
-    protocol = form.save()
+    protocol = services.protocol_create(name="p", spec=form.protocol_spec())
     task = TaskFactory()
 
     def launch(seed: int = 0):  # type: ignore[no-untyped-def]
@@ -131,8 +125,8 @@ def test_templates_and_options_are_frozen_into_the_run_config(researcher) -> Non
 
     run = launch()
     frozen = run.config["protocol"]
-    assert frozen["prompt_templates"]["teacher_system"] == "Version one."
-    assert frozen["prompt_templates"]["nudge"] == DEFAULT_TEMPLATES["nudge"]
+    assert frozen["templates"]["teacher_system"] == "Version one."
+    assert frozen["templates"]["nudge"] == DEFAULT_TEMPLATES["nudge"]
     assert (frozen["regenerate_leaks"], frozen["judge_leaks"]) == (2, True)
     assert (frozen["self_correction"], frozen["judge_turn_kinds"]) == ("nudge", False)
 
@@ -141,14 +135,18 @@ def test_templates_and_options_are_frozen_into_the_run_config(researcher) -> Non
     protocol.prompt_templates = {**protocol.prompt_templates, "teacher_system": "Version two."}
     protocol.save()
     run.refresh_from_db()
-    assert run.config["protocol"]["prompt_templates"]["teacher_system"] == "Version one."
-    assert run.config_hash == services.config_hash(run.config)
+    assert run.config["protocol"]["templates"]["teacher_system"] == "Version one."
+    assert run.config_hash == RunConfig.from_json(run.config).config_hash()
     later = launch()
-    assert later.config["protocol"]["prompt_templates"]["teacher_system"] == "Version two."
+    assert later.config["protocol"]["templates"]["teacher_system"] == "Version two."
     assert later.config_hash != run.config_hash
 
 
 def test_a_protocol_saved_before_templates_existed_runs_with_the_full_defaults() -> None:
     legacy = Protocol.objects.create(name="legacy", prompt_templates={})
-    assert services.protocol_snapshot(legacy)["prompt_templates"] == DEFAULT_TEMPLATES
-    assert complete_templates({"nudge": "Again."})["nudge"] == "Again."
+    task = TaskFactory()
+    run = services.evaluation_run_create(
+        name="legacy", task_set=task.task_set, student=StudentFactory(), teacher=TeacherFactory(),
+        protocol=legacy, created_by=None,
+    )  # fmt: skip
+    assert run.frozen_config.protocol.templates == DEFAULT_TEMPLATES

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.factories import TaskFactory, TaskSetFactory
+from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, frozen_run
 from tests.transcript_builders import (
     attempt,
     feedback,
@@ -223,12 +223,11 @@ def test_a_solve_after_max_turns_does_not_count() -> None:
 def build_run(dialogues: int, *, sharded: bool) -> Run:
     task_set = TaskSetFactory()
     tasks = TaskFactory.create_batch(3, task_set=task_set)
-    run = sharded_run(task_set)
-    if not sharded:
-        Run.objects.filter(pk=run.pk).update(
-            config={"protocol": {"mode": "didactic", "max_turns": 4}}
-        )
-        run.refresh_from_db()
+    run = (
+        sharded_run(task_set)
+        if sharded
+        else frozen_run(task_set=task_set, protocol=ProtocolFactory(max_turns=4))
+    )
     for number in range(dialogues):
         task = tasks[number % 3]
         if sharded:

@@ -164,17 +164,22 @@ def test_annotators_cannot_see_run_metrics(annotator_client, client, corpus, nam
 
 
 def test_run_page_names_every_role_and_the_batching(researcher_client) -> None:  # type: ignore[no-untyped-def]
-    from tests.factories import StudentFactory
+    from tests.factories import StudentFactory, frozen_run
+    from webapp.models_registry.models import ModelSpec
 
     run = make_run("roles", TaskSetFactory())
     html = page(researcher_client, run).content.decode()
     assert "User simulator" not in html and "Judge" not in html and "Worker claims" not in html
-    run.user_simulator = StudentFactory(name="the simulator")
-    run.judge = StudentFactory(name="the judge")
-    run.batch_size, run.attempts = 16, 2
-    run.save()
+    simulator = StudentFactory(name="the simulator")
+    run = frozen_run(
+        name="roles", user_simulator=simulator, judge=StudentFactory(name="the judge"),
+        batch_size=16, attempts=2,
+    )  # fmt: skip
+    # The page shows what the run was frozen with, not today's rows.
+    ModelSpec.objects.filter(pk=simulator.pk).update(name="renamed since")
     html = page(researcher_client, run).content.decode()
-    assert '<dd id="run-user-simulator">the simulator</dd>' in html
-    assert '<dd id="run-judge">the judge</dd>' in html
+    assert '<dd id="run-user-simulator">the simulator <span' in html
+    assert '<dd id="run-judge">the judge <span' in html
     assert "batches of 16 dialogues" in html
     assert '<dd id="run-attempts">2 (resumed after a worker stopped)</dd>' in html
+    assert 'id="frozen-config"' in html and "student_system" in html

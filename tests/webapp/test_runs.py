@@ -12,7 +12,7 @@ from tests.factories import (
 )
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.models_registry.models import ModelSpec
-from webapp.runs import services
+from webapp.runs import selectors, services
 from webapp.runs.models import Protocol, Run
 
 pytestmark = pytest.mark.django_db
@@ -166,7 +166,7 @@ def test_cancel_of_a_running_run_asks_the_worker(researcher_client, launch_form)
     researcher_client.post(reverse("run_cancel", args=[run.pk]))
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING and run.cancel_requested
-    assert services.run_heartbeat(run_id=run.pk) is True
+    assert selectors.run_cancel_requested(run_id=run.pk)
 
 
 def test_only_one_claim_wins_and_a_stale_run_can_be_resumed(launch_form, researcher) -> None:  # type: ignore[no-untyped-def]

@@ -17,13 +17,13 @@ from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from models_gpu.spec.results import DialogueRow
 from tests.factories import (
-    ProtocolFactory,
-    StudentFactory,
     TaskFactory,
     TaskSetFactory,
     TeacherFactory,
     UserFactory,
+    frozen_run,
 )
 from webapp.annotations.models import Annotation, LabelQuestion, LabelSchema
 from webapp.dialogues import exporting
@@ -79,22 +79,19 @@ def store(run: Run, task_id: int, sample: int, seed: int, turns: list[dict[str, 
     dialogues_store(
         run_id=run.pk,
         dialogues=[
-            {
+            DialogueRow.from_json({
                 "task_id": task_id, "sample_index": sample, "seed": seed,
                 "outcome": "solved" if correct else "unsolved",
                 "first_correct_turn": correct[0] if correct else None, "num_turns": rounds,
                 "end_reason": "solved" if correct else "max_turns", "turns": turns,
-            }
+            })
         ],
     )  # fmt: skip
     return Dialogue.objects.get(run=run, task_id=task_id, sample_index=sample)
 
 
 def make_run(name: str, task_set: Any, teacher: Any = None) -> Run:
-    return Run.objects.create(
-        name=name, task_set=task_set, student=StudentFactory(), teacher=teacher,
-        protocol=ProtocolFactory(), config={"seed": 1}, config_hash="ab" * 32,
-    )  # fmt: skip
+    return frozen_run(name=name, task_set=task_set, teacher=teacher)
 
 
 @pytest.fixture
@@ -182,7 +179,7 @@ def test_a_record_holds_the_dialogue_its_turns_verdicts_and_labels(corpus):
     record = exported[0]
     assert list(record) == DIALOGUE_KEYS
     assert record["run"] == {
-        "id": run_a.pk, "name": "run A", "config_hash": "ab" * 32,
+        "id": run_a.pk, "name": "run A", "config_hash": run_a.config_hash,
         "student": run_a.student.name, "teacher": run_a.teacher.name,
         "protocol": run_a.protocol.name,
     }  # fmt: skip

@@ -19,8 +19,12 @@ from django.urls import reverse
 
 from tests.factories import TaskSetFactory
 from tests.webapp.test_importing import start_upload
-from webapp.tasks import bounds, importing
-from webapp.tasks.importing import FieldMapping, TaskImportError
+from webapp.tasks import bounds
+from webapp.tasks.imports.errors import TaskImportError
+from webapp.tasks.imports.mapping import FieldMapping
+from webapp.tasks.imports.readers import read_json
+from webapp.tasks.imports.services import import_into_task_set, task_import_confirm
+from webapp.tasks.imports.sources import file_source, guess_format
 from webapp.tasks.models import Task, TaskImport, TaskSet
 
 # The attacker's file: 200 KB that took the web process to 22 GB (JSON) or a 500 (JSONL).
@@ -53,7 +57,7 @@ def import_in_worker(task_import: TaskImport, columns: dict[str, str], capture) 
     """Confirm a mapping as the mapping step would (the page itself refuses to show a file it
     cannot preview), so that the worker parses the whole file."""
     with capture(execute=True):
-        assert importing.task_import_confirm(task_import=task_import, columns=columns, defaults={})
+        assert task_import_confirm(task_import=task_import, columns=columns, defaults={})
     task_import.refresh_from_db()
     return task_import
 
@@ -149,10 +153,8 @@ def test_nesting_up_to_the_limit_imports_and_one_level_more_is_refused(
 
     def run(limit: int) -> TaskSet:
         settings.DIALAB_MAX_JSON_DEPTH = limit
-        source = importing.file_source(
-            io.BytesIO(content), file_format=file_format, mapping=mapping, size=1
-        )
-        return importing.import_into_task_set(source=source, task_set_name=f"limit {limit}")
+        source = file_source(io.BytesIO(content), file_format=file_format, mapping=mapping, size=1)
+        return import_into_task_set(source=source, task_set_name=f"limit {limit}")
 
     assert run(depth).tasks.get().metadata == {"deep": nested(62)}
     with pytest.raises(TaskImportError, match=rf"line 1: JSON nested deeper than {depth - 1} "):
@@ -165,12 +167,12 @@ def test_json_cells_in_a_csv_are_depth_checked(tmp_path: Path) -> None:
     deep_shards = "[" * 5000 + "]" * 5000
     content = f'q,a,s\n1+1?,2,"[""x""]"\n2+2?,4,{deep_shards}\n'.encode()
     mapping = FieldMapping({"prompt": "q", "answer": "a", "shards": "s"}, column_word="column")
-    source = importing.file_source(io.BytesIO(content), file_format="csv", mapping=mapping, size=1)
+    source = file_source(io.BytesIO(content), file_format="csv", mapping=mapping, size=1)
     with pytest.raises(
         TaskImportError,
         match=rf"^line 3: field 'shards' \(mapped from column 's'\): {DEEP_MESSAGE}$",
     ):
-        importing.import_into_task_set(source=source, task_set_name="csv")
+        import_into_task_set(source=source, task_set_name="csv")
     assert not TaskSet.objects.exists()
 
 
@@ -184,7 +186,7 @@ def test_long_keys_deep_down_do_not_cost_memory_by_the_square_of_the_depth() -> 
     document = json.dumps([value]).encode()
     tracemalloc.start()
     try:
-        records = list(importing.read_json(io.BytesIO(document)))
+        records = list(read_json(io.BytesIO(document)))
         _current, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -222,11 +224,11 @@ def test_a_record_over_the_limit_is_refused_before_it_is_read_whole(
     settings.DIALAB_MAX_RECORD_BYTES = 4096
     column_word = "column" if name.endswith(".csv") else "key"
     mapping = FieldMapping({"prompt": "q", "answer": "a"}, column_word=column_word)
-    source = importing.file_source(
-        io.BytesIO(content), file_format=importing.guess_format(name), mapping=mapping, size=1
+    source = file_source(
+        io.BytesIO(content), file_format=guess_format(name), mapping=mapping, size=1
     )
     with pytest.raises(TaskImportError, match=message):
-        importing.import_into_task_set(source=source, task_set_name=name)
+        import_into_task_set(source=source, task_set_name=name)
     assert not TaskSet.objects.exists()
 
 
@@ -285,13 +287,13 @@ def test_an_oversized_field_fails_the_import_naming_line_and_field(
 def test_an_oversized_field_of_a_dialab_export_is_named(settings) -> None:
     settings.DIALAB_MAX_FIELD_CHARS = 1000
     line = {"prompt": "p", "reference": {"answer": "1", "tests": "x" * 1001}}
-    source = importing.file_source(
+    source = file_source(
         io.BytesIO(json.dumps(line).encode() + b"\n"), file_format="dialab", size=1
     )
     with pytest.raises(
         TaskImportError, match=r"^line 1: field 'reference.tests' is 1,001 characters long"
     ):
-        importing.import_into_task_set(source=source, task_set_name="export")
+        import_into_task_set(source=source, task_set_name="export")
     assert not TaskSet.objects.exists()
 
 

@@ -12,12 +12,15 @@ from django.core.management import call_command
 from django.db import transaction
 from django.utils import timezone
 
+from models_gpu.spec.results import DialogueRow
 from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TeacherFactory
 from webapp.core.heartbeat import stale_after
 from webapp.dialogues.models import Dialogue
 from webapp.dialogues.services import dialogues_store
+from webapp.models_registry.models import ModelSpec
 from webapp.runs import services
-from webapp.runs.models import Run
+from webapp.runs.models import Protocol, Run
+from webapp.tasks.models import Task
 from workers.evaluation import dialogue_row, execute_evaluation, pending_jobs
 
 pytestmark = pytest.mark.django_db
@@ -91,18 +94,18 @@ def test_a_resumed_run_plays_only_the_missing_dialogues(
 ) -> None:  # type: ignore[no-untyped-def]
     from models_gpu.backends import load_generator
     from models_gpu.engine import run_dialogues
-    from workers.specs import protocol_spec, role_spec
 
     run = launch(task_set, django_capture_on_commit_callbacks)
+    config = run.frozen_config
     assert services.run_claim(run_id=run.pk, worker="first", stale_after=STALE)
     # The first worker stored three dialogues, then died.
-    first_jobs = pending_jobs(run)[:3]
-    stored: list[dict] = []
+    first_jobs = pending_jobs(run.pk, config)[:3]
+    stored: list[DialogueRow] = []
     run_dialogues(
         first_jobs,
-        protocol_spec(run.config["protocol"]),
-        student=load_generator(role_spec(run.config["student"])),  # type: ignore[arg-type]
-        teacher=load_generator(role_spec(run.config["teacher"])),  # type: ignore[arg-type]
+        config.protocol,
+        student=load_generator(config.student),
+        teacher=load_generator(config.teacher),  # type: ignore[arg-type]
         on_finished=lambda results: stored.extend(dialogue_row(r) for r in results),
     )
     dialogues_store(run_id=run.pk, dialogues=stored)
@@ -148,7 +151,7 @@ def test_a_cancelled_run_whose_worker_died_is_closed_as_cancelled(
 
 
 def test_the_command_reports_what_it_sent(task_set, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
-    from workers.celery import app
+    from webapp.celery import app
 
     run = launch(task_set, django_capture_on_commit_callbacks)  # sent, so left alone by default
     out = StringIO()
@@ -186,3 +189,32 @@ def test_model_output_with_nul_characters_is_stored(
     assert attempt.text == attempt.extracted_answer == "4\ufffd2"
     assert attempt.verdict_details == {"reason": "4\ufffd2", "seen": ["4\ufffd2"]}
     assert feedback.private_context == {"extracted": "4\ufffd2"}
+
+
+def test_the_worker_refuses_a_run_whose_tasks_changed_since_launch(
+    task_set, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    run = launch(task_set, django_capture_on_commit_callbacks, send=False)
+    task = task_set.tasks.first()
+    Task.objects.filter(pk=task.pk).update(reference={"answer": "a different answer"})
+    assert execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    run.refresh_from_db()
+    assert run.status == Run.Status.FAILED
+    assert "changed since this run was launched" in run.error
+    assert not Dialogue.objects.filter(run=run).exists()
+
+
+def test_a_run_plays_what_its_frozen_config_says_not_the_rows_of_today(
+    task_set, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    run = launch(task_set, django_capture_on_commit_callbacks, send=False)
+    # Editing the protocol and the student after launch changes nothing of this run.
+    Protocol.objects.filter(pk=run.protocol_id).update(max_turns=1)
+    ModelSpec.objects.filter(pk=run.student_id).update(
+        generation_params={"first_try_accuracy": 1.0}
+    )
+    execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    dialogues = Dialogue.objects.filter(run=run)
+    assert dialogues.count() == task_set.tasks.count() * 2  # samples_per_task from the config
+    # Read live, either edit would end every dialogue at turn 1.
+    assert max(dialogues.values_list("num_turns", flat=True)) > 1

@@ -44,11 +44,6 @@ def labellers() -> QuerySet[User]:
     return User.objects.filter(is_active=True).order_by("role", "username")
 
 
-def assigned_dialogue_ids(*, user: User) -> QuerySet[QueueAssignment]:
-    """For ``Exists``/``__in``: the dialogues some queue gives this user."""
-    return QueueAssignment.objects.filter(annotator=user).values("dialogue_id")
-
-
 def queue_list(*, user: User) -> QuerySet[LabelQueue]:
     """Researchers: every queue, with overall progress. Annotators: their queues, with theirs."""
     mine = Q(assignments__annotator=user)
@@ -300,15 +295,6 @@ def labelling_stops(*, assignment: QueueAssignment) -> list[Stop]:
     if by_role.get(""):
         stops.append(Stop(None, states(None, "")))
     return stops
-
-
-@dataclass
-class LabelRow:
-    """One question about one turn (or the dialogue) with every annotator's answer."""
-
-    question: LabelQuestion
-    turn: Turn | None
-    answers: list[Annotation]
 
 
 def item_labels(*, queue: LabelQueue, dialogue: Dialogue) -> list[Annotation]:

@@ -1,10 +1,10 @@
 """Secrets never reach a log line: ``redact`` rewrites them to ``[redacted]``, and
 ``SecretRedactingFilter`` applies it to every record a handler writes.
 
-settings.LOGGING puts the filter on the root handlers; workers/celery.py puts it on the handlers
-Celery installs in their place. It sits on *handlers*, not loggers, because a logger's filter only
-sees records logged to that very logger, while a handler's sees every record that reaches it,
-whichever library (httpx, openai, celery, django) logged it.
+settings.LOGGING puts the filter on the root handlers; workers/log_redaction.py puts it on the
+handlers Celery installs in their place. It sits on *handlers*, not loggers, because a logger's
+filter only sees records logged to that very logger, while a handler's sees every record that
+reaches it, whichever library (httpx, openai, celery, django) logged it.
 
 What is rewritten: URL userinfo (``scheme://user:pass@``), ``name=value`` pairs whose name looks
 like a key, token, secret, password or signature (query strings, fragments, cookies, keyword

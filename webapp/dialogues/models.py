@@ -84,7 +84,7 @@ class Dialogue(models.Model):
     student_name = models.CharField(
         max_length=200,
         default="",
-        help_text="The run's student model's name, for sorting (renames follow: apps.py).",
+        help_text="The student model's name as the run froze it at launch, for sorting.",
     )
     leaked = models.BooleanField(
         default=False, help_text="Some teacher turn was flagged as revealing the answer."

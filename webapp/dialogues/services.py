@@ -3,76 +3,61 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import asdict
 
 from django.db import connection, transaction
 
+from models_gpu.spec.results import DialogueRow
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.search import document_expression
 from webapp.dialogues.summary import turn_summary
 from webapp.runs.models import Run
 from webapp.tasks.models import Task
 
-TURN_FIELDS = (
-    "index",
-    "round",
-    "role",
-    "kind",
-    "text",
-    "private_context",
-    "extracted_answer",
-    "is_correct",
-    "score",
-    "verdict_details",
-    "leak_flag",
-    "prompt_tokens",
-    "completion_tokens",
-    "latency_ms",
-)
-
 
 @transaction.atomic
-def dialogues_store(*, run_id: int, dialogues: Sequence[dict[str, Any]]) -> int:
+def dialogues_store(*, run_id: int, dialogues: Sequence[DialogueRow]) -> int:
     """Insert finished dialogues and their turns in two bulk inserts; return how many were new.
 
     A dialogue already stored for the same (task, sample) is skipped, so a re-delivered or
     resumed job can hand the same results in again without duplicating them. Each dialogue
-    gets the copies the transcript list reads (its task's position, its run's student's name,
-    ``summary.turn_summary``, on PostgreSQL its search document).
+    gets the copies the transcript list reads (its task's position, the student's name as the
+    run froze it, ``summary.turn_summary``, on PostgreSQL its search document).
     """
     stored = set(
         Dialogue.objects.filter(
-            run_id=run_id, task_id__in={d["task_id"] for d in dialogues}
+            run_id=run_id, task_id__in={d.task_id for d in dialogues}
         ).values_list("task_id", "sample_index")
     )
-    fresh = [d for d in dialogues if (d["task_id"], d["sample_index"]) not in stored]
+    fresh = [d for d in dialogues if (d.task_id, d.sample_index) not in stored]
     searchable = connection.vendor == "postgresql"  # see search.py
     positions = dict(
-        Task.objects.filter(pk__in={d["task_id"] for d in fresh}).values_list("pk", "position")
+        Task.objects.filter(pk__in={d.task_id for d in fresh}).values_list("pk", "position")
     )
-    student_name = Run.objects.filter(pk=run_id).values_list("student__name", flat=True).get()
+    student_name = Run.objects.get(pk=run_id).frozen_config.student.name
+    turns = [[asdict(turn) for turn in d.turns] for d in fresh]
     rows = Dialogue.objects.bulk_create(
         Dialogue(
             run_id=run_id,
-            task_id=d["task_id"],
-            sample_index=d["sample_index"],
-            seed=d["seed"],
-            outcome=d["outcome"],
-            first_correct_turn=d["first_correct_turn"],
-            num_turns=d["num_turns"],
-            end_reason=d["end_reason"],
-            task_position=positions[d["task_id"]],
+            task_id=d.task_id,
+            sample_index=d.sample_index,
+            seed=d.seed,
+            outcome=d.outcome,
+            first_correct_turn=d.first_correct_turn,
+            num_turns=d.num_turns,
+            end_reason=d.end_reason,
+            task_position=positions[d.task_id],
             student_name=student_name,
-            **turn_summary(d["turns"]),
+            **turn_summary(d_turns),
             search_document=(
-                document_expression([turn["text"] for turn in d["turns"]]) if searchable else None
+                document_expression([turn["text"] for turn in d_turns]) if searchable else None
             ),
         )
-        for d in fresh
+        for d, d_turns in zip(fresh, turns, strict=True)
     )
     Turn.objects.bulk_create(
-        Turn(dialogue_id=row.pk, **{field: turn[field] for field in TURN_FIELDS})
-        for row, d in zip(rows, fresh, strict=True)
-        for turn in d["turns"]
+        Turn(dialogue_id=row.pk, **turn)
+        for row, d_turns in zip(rows, turns, strict=True)
+        for turn in d_turns
     )
     return len(rows)

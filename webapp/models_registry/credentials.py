@@ -11,12 +11,16 @@ loses nothing. The key belongs in an environment variable on the worker, named b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from webapp.core.redaction import redact
-from webapp.models_registry.backends import SECRET_PARAM, SECRET_VALUE
+
+# Parameter names that would hold a secret, and values that look like one.
+SECRET_PARAM = re.compile(r"(api[_-]?key|secret|token|password|authori[sz]ation|bearer)$", re.I)
+SECRET_VALUE = re.compile(r"^(sk-|Bearer\s)", re.I)
 
 WHERE_KEYS_GO = (
     "Dialab never stores API keys: put the key in an environment variable on the worker and "

@@ -6,14 +6,7 @@ from urllib.parse import urlparse
 
 from django import forms
 
-from webapp.models_registry.backends import (
-    BACKENDS,
-    DEVICE_NAME,
-    DTYPES,
-    ENV_VAR_NAME,
-    SCRIPTED_POLICIES,
-    SCRIPTED_POLICY_PARAMS,
-)
+from models_gpu.spec.backends import BACKENDS, SCRIPTED_POLICIES, backend_problems
 from webapp.models_registry.credentials import (
     location_credential_problem,
     secret_params_problem,
@@ -88,7 +81,7 @@ class ModelSpecForm(forms.ModelForm):
         location = cleaned.get("location", "")
         params = cleaned["generation_params"]
         {
-            "scripted": self._check_scripted,
+            "scripted": lambda location: None,  # a policy name: backend_problems checks it
             "transformers": self._check_checkpoint,
             "vllm": self._check_checkpoint,
             "openai": self._check_endpoint,
@@ -97,24 +90,8 @@ class ModelSpecForm(forms.ModelForm):
         problem = location_credential_problem(location)
         if problem and not self.has_error("location"):
             self.add_error("location", problem)
-        self._check_params(backend, params)
-        if backend == "scripted" and location in SCRIPTED_POLICY_PARAMS:
-            taken = {*SCRIPTED_POLICY_PARAMS[location], "delay_ms"}
-            others = sorted(set(params) & set(BACKENDS[backend].params) - taken)
-            if others:
-                self.add_error(
-                    "generation_params",
-                    f"The {location} policy does not take {', '.join(others)}; it takes "
-                    f"{', '.join(sorted(taken))}.",
-                )
+        self._check_params(backend, location, params)
         return cleaned
-
-    def _check_scripted(self, location: str) -> None:
-        if location not in SCRIPTED_POLICIES:
-            self.add_error(
-                "location",
-                f"A scripted model names its policy: one of {', '.join(SCRIPTED_POLICIES)}.",
-            )
 
     def _check_checkpoint(self, location: str) -> None:
         if not location:
@@ -146,86 +123,12 @@ class ModelSpecForm(forms.ModelForm):
                 "An OpenAI-compatible endpoint is an http(s) URL, e.g. http://127.0.0.1:8000/v1.",
             )
 
-    def _check_params(self, backend: str, params: dict[str, Any]) -> None:
-        info = BACKENDS[backend]
+    def _check_params(self, backend: str, location: str, params: dict[str, Any]) -> None:
+        """A credential first (never echoed back), then ``models_gpu.spec.backends``' rules."""
         secrets = secret_params_problem(params)
         if secrets:
             self.add_error("generation_params", secrets)
             return
-        unknown = sorted(set(params) - set(info.params))
-        if unknown:
-            self.add_error(
-                "generation_params",
-                f"Unknown parameter(s) for the {backend} backend: {', '.join(unknown)}. "
-                f"Known: {', '.join(info.params) or 'none'}.",
-            )
-        missing = [key for key in info.required_params if not params.get(key)]
-        if missing:
-            self.add_error(
-                "generation_params",
-                f"The {backend} backend needs {', '.join(missing)} in the parameters, e.g. "
-                '{"model": "my-model"} (the name the endpoint serves).',
-            )
-        for key, value in params.items():
-            problem = _number_problem(key, value)
-            if problem:
-                self.add_error("generation_params", problem)
-        if "device" in params and not (
-            isinstance(params["device"], str) and DEVICE_NAME.fullmatch(params["device"])
-        ):
-            self.add_error(
-                "generation_params",
-                f"device must be auto, cpu, cuda or cuda:N (got {params['device']!r}).",
-            )
-        if "dtype" in params and params["dtype"] not in DTYPES:
-            self.add_error(
-                "generation_params",
-                f"dtype must be one of {', '.join(DTYPES)} (got {params['dtype']!r}).",
-            )
-        env_name = params.get("api_key_env")
-        if env_name is not None and not (
-            isinstance(env_name, str) and ENV_VAR_NAME.match(env_name)
-        ):
-            self.add_error(
-                "generation_params",
-                "api_key_env names an environment variable (letters, digits, underscores), "
-                "e.g. OPENAI_API_KEY: the key itself is never stored.",
-            )
-
-
-# Numeric parameters: (integer only, lowest, highest or None).
-_NUMBER_RANGES: dict[str, tuple[bool, float, float | None]] = {
-    "max_new_tokens": (True, 1, None),
-    "temperature": (False, 0, None),
-    "top_p": (False, 0, 1),
-    "top_k": (True, -1, None),
-    "repetition_penalty": (False, 0, None),
-    "first_try_accuracy": (False, 0, 1),
-    "feedback_gain": (False, 0, 1),
-    "ask_probability": (False, 0, 1),
-    "final_accuracy": (False, 0, 1),
-    "delay_ms": (False, 0, None),
-    "max_model_len": (True, 1, None),
-    "micro_batch_size": (True, 1, None),
-    "gpu_memory_utilization": (False, 0, 1),
-    "tensor_parallel_size": (True, 1, None),
-    "timeout_seconds": (False, 0, None),
-    "kv_cache_gib": (False, 0, None),
-    "max_concurrency": (True, 1, None),
-    "max_retries": (True, 0, None),
-    "backoff_seconds": (False, 0, None),
-}
-
-
-def _number_problem(key: str, value: Any) -> str | None:
-    if key not in _NUMBER_RANGES:
-        return None
-    integer, lowest, highest = _NUMBER_RANGES[key]
-    kind = "a whole number" if integer else "a number"
-    wrong_type = isinstance(value, bool) or not isinstance(value, int if integer else (int, float))
-    if wrong_type or value < lowest or (highest is not None and value > highest):
-        bounds = (
-            f"at least {lowest:g}" if highest is None else f"between {lowest:g} and {highest:g}"
-        )
-        return f"{key} must be {kind}, {bounds} (got {value!r})."
-    return None
+        fields = {"backend": "backend", "location": "location", "params": "generation_params"}
+        for field, message in backend_problems(backend, location, params):
+            self.add_error(fields[field], f"{message}.")

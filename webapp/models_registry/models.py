@@ -2,16 +2,16 @@ from __future__ import annotations
 
 from django.db import models
 
+from models_gpu.spec.backends import BACKENDS
+
 
 class ModelSpec(models.Model):
     """A named model: its backend, where it lives, how it generates, where it came from."""
 
-    class Backend(models.TextChoices):
-        TRANSFORMERS = "transformers", "transformers"
-        VLLM = "vllm", "vLLM"
-        OPENAI = "openai", "OpenAI-compatible endpoint"
-        SCRIPTED = "scripted", "Scripted (programmatic)"
-        HUMAN = "human", "Human (in the browser)"
+    # The backends and their parameters are models_gpu.spec.backends'.
+    Backend = models.TextChoices(
+        "Backend", [(name.upper(), (name, backend.label)) for name, backend in BACKENDS.items()]
+    )
 
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)

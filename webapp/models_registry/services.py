@@ -1,5 +1,6 @@
 """Writes for the model registry. Every way a model is registered (the models page, the demo,
-build_house_model) goes through these, so none can store a credential (see credentials.py)."""
+build_house_model) goes through these, so none can store a credential (see credentials.py) or
+parameters its backend would refuse (``models_gpu.spec.backends``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from models_gpu.spec.backends import backend_problems
 from webapp.models_registry.credentials import credential_problems
 from webapp.models_registry.models import ModelSpec
 
@@ -19,9 +21,10 @@ def model_spec_create(
     generation_params: dict[str, Any] | None = None,
     description: str = "",
 ) -> ModelSpec:
-    """Register a new model; raises ValidationError (by field) if it would store a credential."""
+    """Register a new model; ValidationError (by field) if it would store a credential or
+    parameters its backend refuses."""
     params = generation_params or {}
-    _refuse_credentials(location=location, generation_params=params)
+    _refuse_invalid(backend=backend, location=location, generation_params=params)
     return ModelSpec.objects.create(
         name=name,
         backend=backend,
@@ -44,7 +47,7 @@ def model_spec_register(
     with the given fields when ``replace`` (a rebuilt checkpoint), else left as it is (the demo,
     set up twice). Refuses credentials like ``model_spec_create``, whichever case applies."""
     params = generation_params or {}
-    _refuse_credentials(location=location, generation_params=params)
+    _refuse_invalid(backend=backend, location=location, generation_params=params)
     fields = {
         "backend": backend,
         "location": location,
@@ -56,7 +59,14 @@ def model_spec_register(
     return ModelSpec.objects.get_or_create(name=name, defaults=fields)
 
 
-def _refuse_credentials(*, location: str, generation_params: dict[str, Any]) -> None:
+def _refuse_invalid(*, backend: str, location: str, generation_params: dict[str, Any]) -> None:
+    """A credential anywhere, or what ``models_gpu.spec.backends`` refuses: ValidationError."""
     problems = credential_problems(location=location, generation_params=generation_params)
     if problems:
         raise ValidationError({field: [problem] for field, problem in problems.items()})
+    fields = {"backend": "backend", "location": "location", "params": "generation_params"}
+    errors: dict[str, list[str]] = {}
+    for field, message in backend_problems(backend, location, generation_params):
+        errors.setdefault(fields[field], []).append(message)
+    if errors:
+        raise ValidationError(errors)

@@ -5,8 +5,8 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
+from models_gpu.spec.backends import BACKENDS, SCRIPTED_POLICIES
 from webapp.core.permissions import researcher_required
-from webapp.models_registry.backends import BACKENDS, SCRIPTED_POLICIES
 from webapp.models_registry.forms import ModelSpecForm
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.services import model_spec_create

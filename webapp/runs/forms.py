@@ -4,15 +4,25 @@ from typing import Any
 
 from django import forms
 
-from webapp.models_registry.backends import BACKENDS
+from models_gpu.spec.protocol import (
+    MAX_REGENERATIONS,
+    MAX_TURNS,
+    ProtocolSpec,
+    protocol_problems,
+)
+from models_gpu.spec.run import (
+    DEFAULT_BATCH_SIZE,
+    MAX_BATCH_SIZE,
+    MAX_SAMPLES_PER_TASK,
+    MAX_SEED,
+    RunConfigError,
+)
+from models_gpu.spec.templates import TEMPLATE_HELP, TEMPLATE_NAMES, resolve_templates
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Protocol
-from webapp.runs.prompt_templates import DEFAULT_TEMPLATES, TEMPLATE_HELP, complete_templates
+from webapp.runs.services import evaluation_config
 from webapp.tasks.models import TaskSet
 
-MODES_WITH_TEACHER = (Protocol.Mode.DIDACTIC,)
-MAX_REGENERATIONS = 10
-DEFAULT_BATCH_SIZE = 64
 TEMPLATE_PREFIX = "template_"
 
 
@@ -24,7 +34,7 @@ class ProtocolForm(forms.ModelForm):
     """A protocol with its prompt templates, one text box each, pre-filled with the defaults."""
 
     mode = forms.ChoiceField(choices=Protocol.Mode.choices, initial=Protocol.Mode.DIDACTIC)
-    max_turns = forms.IntegerField(min_value=1, max_value=50, initial=5)
+    max_turns = forms.IntegerField(min_value=1, max_value=MAX_TURNS, initial=5)
     regenerate_leaks = forms.IntegerField(
         min_value=0,
         max_value=MAX_REGENERATIONS,
@@ -58,78 +68,50 @@ class ProtocolForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        stored = complete_templates(self.instance.prompt_templates if self.instance.pk else None)
-        for name in DEFAULT_TEMPLATES:
+        stored = resolve_templates(self.instance.prompt_templates if self.instance.pk else {})
+        for name in TEMPLATE_NAMES:
             self.fields[template_field_name(name)] = forms.CharField(
                 label=name.replace("_", " ").capitalize(),
                 required=False,
                 initial=stored[name],
-                help_text=TEMPLATE_HELP.get(name, ""),
+                help_text=TEMPLATE_HELP[name],
                 widget=forms.Textarea(attrs={"rows": 3, "class": "prompt-template"}),
                 strip=False,
             )
 
     def template_fields(self) -> list[forms.BoundField]:
-        return [self[template_field_name(name)] for name in DEFAULT_TEMPLATES]
+        return [self[template_field_name(name)] for name in TEMPLATE_NAMES]
 
     def settings_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in self.Meta.fields]
 
     def clean(self) -> dict[str, Any]:
+        """The protocol's rules are ``models_gpu.spec.protocol``'s, shown on their fields."""
         cleaned = super().clean() or {}
-        mode = cleaned.get("mode")
-        max_turns = cleaned.get("max_turns")
-        if mode == Protocol.Mode.SINGLE_TURN and max_turns != 1:
-            self.add_error("max_turns", "A single-turn protocol has exactly 1 turn.")
-        if mode in (Protocol.Mode.SHARDED, Protocol.Mode.SELF_CORRECTION) and max_turns == 1:
-            self.add_error(
-                "max_turns",
-                f"The {Protocol.Mode(mode).label} mode needs at least 2 turns "
-                "(use the single-turn mode for one).",
-            )
-        if cleaned.get("regenerate_leaks") and mode not in MODES_WITH_TEACHER:
-            self.add_error(
-                "regenerate_leaks",
-                "Only the didactic mode has a teacher whose leaks could be regenerated: set 0.",
-            )
-        if cleaned.get("judge_leaks") and mode not in MODES_WITH_TEACHER:
-            self.add_error(
-                "judge_leaks", "Only the didactic mode has teacher turns for a judge to check."
-            )
-        if cleaned.get("judge_turn_kinds") and mode == Protocol.Mode.SINGLE_TURN:
-            self.add_error(
-                "judge_turn_kinds",
-                "A single-turn dialogue has one student turn, always an attempt: nothing to judge.",
-            )
-        self._check_templates(cleaned)
+        if not self.errors:
+            for problem in protocol_problems(self.protocol_spec()):
+                self.add_error(problem.field, problem.message)
         return cleaned
 
-    def _check_templates(self, cleaned: dict[str, Any]) -> None:
-        """The templates this protocol will use may not be empty (system prompts may)."""
-        needed = []
-        if cleaned.get("mode") == Protocol.Mode.SELF_CORRECTION:
-            style = cleaned.get("self_correction")
-            needed.append("self_critique" if style == Protocol.SelfCorrection.CRITIQUE else "nudge")
-        if cleaned.get("judge_turn_kinds"):
-            needed.append("judge_turn_kind")
-        if cleaned.get("judge_leaks"):
-            needed.append("judge_leak")
-        for name in needed:
-            if not cleaned.get(template_field_name(name), "").strip():
-                self.add_error(
-                    template_field_name(name),
-                    "This protocol uses this template: write it, or paste back the default.",
-                )
-
-    def save(self, commit: bool = True) -> Protocol:
-        protocol: Protocol = super().save(commit=False)
-        protocol.prompt_templates = {
+    def templates(self) -> dict[str, str]:
+        return {
             name: self.cleaned_data[template_field_name(name)].replace("\r\n", "\n")
-            for name in DEFAULT_TEMPLATES
+            for name in TEMPLATE_NAMES
         }
-        if commit:
-            protocol.save()
-        return protocol
+
+    def protocol_spec(self) -> ProtocolSpec:
+        data = self.cleaned_data
+        return ProtocolSpec(
+            mode=data["mode"],
+            max_turns=data["max_turns"],
+            teacher_sees_reference=data["teacher_sees_reference"],
+            teacher_sees_verifier_details=data["teacher_sees_verifier_details"],
+            templates=self.templates(),
+            self_correction=data["self_correction"],
+            regenerate_leaks=data["regenerate_leaks"],
+            judge_turn_kinds=data["judge_turn_kinds"],
+            judge_leaks=data["judge_leaks"],
+        )
 
 
 def _model_choice(label: str, help_text: str, required: bool = False) -> forms.ModelChoiceField:
@@ -157,84 +139,45 @@ class EvaluationRunForm(forms.Form):
     )
     samples_per_task = forms.IntegerField(
         min_value=1,
-        max_value=64,
+        max_value=MAX_SAMPLES_PER_TASK,
         initial=1,
         label="Samples per task (K)",
         help_text="Dialogues per task, for pass@k.",
     )
     batch_size = forms.IntegerField(
         min_value=1,
-        max_value=4096,
+        max_value=MAX_BATCH_SIZE,
         initial=DEFAULT_BATCH_SIZE,
         required=False,
         help_text="Dialogues the engine advances together (one batched call per role per turn).",
     )
-    seed = forms.IntegerField(min_value=0, max_value=2**31 - 1, initial=0)
+    seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, initial=0)
 
     def clean(self) -> dict[str, Any]:
+        """Whatever the launch service would refuse (``models_gpu.spec.run``), on its field."""
         cleaned = super().clean() or {}
-        task_set: TaskSet | None = cleaned.get("task_set")
-        protocol: Protocol | None = cleaned.get("protocol")
-        if task_set is not None and not task_set.tasks.exists():
-            self.add_error("task_set", "This task set has no tasks yet: add some first.")
-        for role in ("student", "teacher", "user_simulator", "judge"):
-            model: ModelSpec | None = cleaned.get(role)
-            if model is not None and not BACKENDS[model.backend].available:
-                self.add_error(
-                    role, f"{model} uses the {model.backend} backend, not available yet."
-                )
-        if protocol is not None:
-            self._check_roles(protocol, cleaned)
-            if protocol.mode == Protocol.Mode.SHARDED and task_set is not None:
-                self._check_shards(task_set)
-        if not cleaned.get("name") and task_set is not None and cleaned.get("student"):
-            cleaned["name"] = f"{cleaned['student']} on {task_set}"
+        if not cleaned.get("batch_size"):
+            cleaned["batch_size"] = DEFAULT_BATCH_SIZE
+        if self.errors:
+            return cleaned
+        try:
+            evaluation_config(**self.launch_arguments(cleaned))
+        except RunConfigError as error:
+            for problem in error.problems:
+                field = problem.field if problem.field in self.fields else "protocol"
+                self.add_error(field, problem.message)
+        if not cleaned.get("name") and not self.errors:
+            cleaned["name"] = f"{cleaned['student']} on {cleaned['task_set']}"
         return cleaned
 
-    def _check_roles(self, protocol: Protocol, cleaned: dict[str, Any]) -> None:
-        mode = Protocol.Mode(protocol.mode)
-        uses = {
-            "teacher": mode == Protocol.Mode.DIDACTIC,
-            "user_simulator": mode == Protocol.Mode.SHARDED,
-            "judge": protocol.judge_turn_kinds or protocol.judge_leaks,
-        }
-        needs = {
-            "teacher": "The didactic protocol needs a teacher model.",
-            "user_simulator": "The sharded mode needs a user simulator to reveal the shards.",
-        }
-        for role, used in uses.items():
-            chosen = cleaned.get(role) is not None
-            if used and not chosen and role in needs:
-                self.add_error(role, needs[role])
-            elif chosen and not used and role == "judge":
-                self.add_error(
-                    role,
-                    f"The protocol {protocol} asks no judge anything (its judge switches are off): "
-                    "leave this empty.",
-                )
-            elif chosen and not used:
-                self.add_error(
-                    role,
-                    f"A {mode.value.replace('_', '-')} protocol has no {role.replace('_', ' ')}: "
-                    "leave this empty.",
-                )
-
-    def _check_shards(self, task_set: TaskSet) -> None:
-        without = task_set.tasks.filter(shards=[]).count()
-        if without:
-            self.add_error(
-                "task_set",
-                f"{without} task(s) in this set have no shards, and the sharded mode reveals a "
-                "task one shard per turn: choose a set whose tasks all have shards.",
-            )
-
-    def launch_arguments(self) -> dict[str, Any]:
-        """The keyword arguments of ``services.evaluation_run_create`` from a valid form."""
-        data = self.cleaned_data
-        names = ("name", "task_set", "protocol", "student", "teacher", "user_simulator", "judge")
+    def launch_arguments(self, cleaned: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The choices, as ``services.evaluation_config`` takes them (``evaluation_run_create``
+        takes them and a name)."""
+        data = self.cleaned_data if cleaned is None else cleaned
+        names = ("task_set", "protocol", "student", "teacher", "user_simulator", "judge")
         return {
-            **{name: data[name] for name in names},
+            **{name: data.get(name) for name in names},
             "samples_per_task": data["samples_per_task"],
-            "batch_size": data["batch_size"] or DEFAULT_BATCH_SIZE,
+            "batch_size": data["batch_size"],
             "seed": data["seed"],
         }

@@ -1,25 +1,30 @@
 from __future__ import annotations
 
+from functools import cached_property
+
 from django.conf import settings
 from django.db import models
+
+from models_gpu.spec.protocol import MODES, SELF_CORRECTION_STYLES
+from models_gpu.spec.run import RunConfig
 
 
 class Protocol(models.Model):
     """How a static task becomes a dialogue: mode, turn limit, what the teacher sees, prompts."""
 
-    class Mode(models.TextChoices):
-        DIDACTIC = "didactic", "Didactic (teacher feedback)"
-        SHARDED = "sharded", "Sharded (underspecified, one shard per turn)"
-        SELF_CORRECTION = "self_correction", "Self-correction (no teacher)"
-        SINGLE_TURN = "single_turn", "Single-turn baseline"
+    # The modes, self-correction styles and their rules are models_gpu.spec.protocol's.
+    Mode = models.TextChoices(
+        "Mode", [(mode.upper(), (mode, label)) for mode, label in MODES.items()]
+    )
 
     name = models.CharField(max_length=200, unique=True)
     mode = models.CharField(max_length=32, choices=Mode.choices, default=Mode.DIDACTIC)
     max_turns = models.PositiveSmallIntegerField(default=5)
 
-    class SelfCorrection(models.TextChoices):
-        NUDGE = "nudge", "Nudge (a fixed 'try again' message)"
-        CRITIQUE = "critique", "Critique (the student critiques its own answer first)"
+    SelfCorrection = models.TextChoices(
+        "SelfCorrection",
+        [(style.upper(), (style, label)) for style, label in SELF_CORRECTION_STYLES.items()],
+    )
 
     teacher_sees_reference = models.BooleanField(default=True)
     teacher_sees_verifier_details = models.BooleanField(default=True)
@@ -44,9 +49,6 @@ class Protocol(models.Model):
         "which says whether they give the answer away.",
     )
     prompt_templates = models.JSONField(default=dict, blank=True)
-    stop_rules = models.JSONField(
-        default=dict, blank=True, help_text='e.g. {"stop_on_correct": true}'
-    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -59,8 +61,11 @@ class Protocol(models.Model):
 class Run(models.Model):
     """One evaluation, training or generation job and its life: queued → running → finished.
 
-    ``config`` is a frozen snapshot of everything the job used (task set version, model specs,
-    protocol, sampling), taken at launch; ``config_hash`` identifies identical configurations.
+    ``config`` is the frozen configuration the job runs with (``models_gpu.spec.run.RunConfig``
+    as JSON: task set version and fingerprint, models, protocol with its templates, samples,
+    batch size, seed), taken at launch and the only thing the worker reads; ``config_hash``
+    identifies identical configurations. The foreign keys name the same rows for queries and
+    deletion protection; what ran is the config.
     """
 
     class Kind(models.TextChoices):
@@ -110,11 +115,6 @@ class Run(models.Model):
         blank=True,
     )
     protocol = models.ForeignKey(Protocol, on_delete=models.PROTECT, related_name="runs")
-    samples_per_task = models.PositiveSmallIntegerField(default=1)
-    batch_size = models.PositiveIntegerField(
-        default=64, help_text="Dialogues the engine advances together."
-    )
-    seed = models.BigIntegerField(default=0)
     config = models.JSONField(default=dict)
     config_hash = models.CharField(max_length=64, db_index=True)
 
@@ -147,6 +147,10 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @cached_property
+    def frozen_config(self) -> RunConfig:
+        return RunConfig.from_json(self.config)
 
     @property
     def is_finished(self) -> bool:

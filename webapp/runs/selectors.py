@@ -40,13 +40,12 @@ def protocol_list() -> QuerySet[Protocol]:
 
 
 def run_max_turns(run: Run) -> int:
-    """T from the frozen config (what the run played), else from its protocol row."""
-    return int(run.config.get("protocol", {}).get("max_turns") or run.protocol.max_turns)
+    """T as the run played it (its frozen configuration)."""
+    return run.frozen_config.protocol.max_turns
 
 
 def run_is_sharded(run: Run) -> bool:
-    mode = run.config.get("protocol", {}).get("mode") or run.protocol.mode
-    return bool(mode == Protocol.Mode.SHARDED)
+    return run.frozen_config.protocol.mode == "sharded"
 
 
 def _solved_by(max_turns: int) -> Q:
@@ -236,6 +235,10 @@ def run_compare_candidates(*, run: Run) -> list[Run]:
         return []
     others = run_list().filter(task_set_id=run.task_set_id).exclude(pk=run.pk)
     return list(others.order_by("-created_at")[:COMPARE_CANDIDATES])
+
+
+def run_cancel_requested(*, run_id: int) -> bool:
+    return Run.objects.filter(pk=run_id, cancel_requested=True).exists()
 
 
 def run_stored_dialogue_keys(*, run_id: int) -> set[tuple[int, int]]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -15,12 +13,24 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from models_gpu.spec.protocol import ProtocolSpec, protocol_problems
+from models_gpu.spec.run import (
+    DEFAULT_BATCH_SIZE,
+    FINGERPRINT_FIELDS,
+    RoleSpec,
+    RunConfig,
+    RunConfigError,
+    TaskSetRef,
+    frozen_protocol,
+    run_config_problems,
+    task_fingerprint,
+)
+from models_gpu.spec.settings import Problem
 from webapp.accounts.models import User
 from webapp.core.dispatch import enqueue_on_commit
 from webapp.dialogues.models import Dialogue
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Protocol, Run
-from webapp.runs.prompt_templates import complete_templates
 from webapp.tasks.models import TaskSet
 
 logger = logging.getLogger(__name__)
@@ -31,50 +41,105 @@ EVALUATION_TASK = "workers.tasks.run_evaluation"
 MAX_RUN_ATTEMPTS = 3
 
 
-def model_spec_snapshot(spec: ModelSpec | None) -> dict[str, Any] | None:
-    if spec is None:
-        return None
-    return {
-        "id": spec.pk,
-        "name": spec.name,
-        "backend": spec.backend,
-        "location": spec.location,
-        "generation_params": spec.generation_params,
-    }
-
-
-def protocol_snapshot(protocol: Protocol) -> dict[str, Any]:
-    return {
-        "id": protocol.pk,
-        "name": protocol.name,
-        "mode": protocol.mode,
-        "max_turns": protocol.max_turns,
-        "teacher_sees_reference": protocol.teacher_sees_reference,
-        "teacher_sees_verifier_details": protocol.teacher_sees_verifier_details,
-        "self_correction": protocol.self_correction,
-        "regenerate_leaks": protocol.regenerate_leaks,
-        "judge_turn_kinds": protocol.judge_turn_kinds,
-        "judge_leaks": protocol.judge_leaks,
-        # The full text of every template, defaults included, so the run keeps the prompts it
-        # ran with even if the protocol or the defaults change later.
-        "prompt_templates": complete_templates(protocol.prompt_templates),
-        "stop_rules": protocol.stop_rules,
-    }
-
-
-def task_set_fingerprint(task_set: TaskSet) -> str:
-    """A hash of every task's content, so a run's config names exactly what it ran on."""
-    digest = hashlib.sha256()
-    rows = task_set.tasks.order_by("position", "id").values_list(
-        "id", "prompt", "reference", "verifier_kind", "verifier_config", "shards"
+def protocol_create(*, name: str, spec: ProtocolSpec) -> Protocol:
+    """Save a protocol; ``RunConfigError`` when it breaks a rule of ``protocol_problems``."""
+    problems = protocol_problems(spec)
+    if problems:
+        raise RunConfigError(problems)
+    return Protocol.objects.create(
+        name=name,
+        mode=spec.mode,
+        max_turns=spec.max_turns,
+        teacher_sees_reference=spec.teacher_sees_reference,
+        teacher_sees_verifier_details=spec.teacher_sees_verifier_details,
+        self_correction=spec.self_correction,
+        regenerate_leaks=spec.regenerate_leaks,
+        judge_turn_kinds=spec.judge_turn_kinds,
+        judge_leaks=spec.judge_leaks,
+        prompt_templates=dict(spec.templates),
     )
-    for row in rows.iterator(chunk_size=2000):
-        digest.update(json.dumps(row, sort_keys=True, default=str).encode())
-    return digest.hexdigest()
 
 
-def config_hash(config: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+def role_spec(model: ModelSpec | None) -> RoleSpec | None:
+    """A registered model as a run freezes it."""
+    if model is None:
+        return None
+    return RoleSpec(
+        backend=model.backend,
+        location=model.location,
+        params=model.generation_params,
+        id=model.pk,
+        name=model.name,
+    )
+
+
+def protocol_spec(protocol: Protocol) -> ProtocolSpec:
+    """A protocol row as the engine runs it (its templates as stored: complete them with
+    ``frozen_protocol`` to freeze them)."""
+    return ProtocolSpec(
+        mode=protocol.mode,  # type: ignore[arg-type]  # a Mode choice
+        max_turns=protocol.max_turns,
+        teacher_sees_reference=protocol.teacher_sees_reference,
+        teacher_sees_verifier_details=protocol.teacher_sees_verifier_details,
+        templates=protocol.prompt_templates,
+        self_correction=protocol.self_correction,  # type: ignore[arg-type]  # a choice
+        regenerate_leaks=protocol.regenerate_leaks,
+        judge_turn_kinds=protocol.judge_turn_kinds,
+        judge_leaks=protocol.judge_leaks,
+        id=protocol.pk,
+        name=protocol.name,
+    )
+
+
+def task_set_ref(task_set: TaskSet) -> TaskSetRef:
+    rows = task_set.tasks.order_by("position", "id").values_list(*FINGERPRINT_FIELDS)
+    return TaskSetRef(
+        id=task_set.pk,
+        name=task_set.name,
+        version=task_set.version,
+        task_count=task_set.tasks.count(),
+        fingerprint=task_fingerprint(rows.iterator(chunk_size=2000)),
+    )
+
+
+def evaluation_config(
+    *,
+    task_set: TaskSet,
+    protocol: Protocol,
+    student: ModelSpec,
+    teacher: ModelSpec | None = None,
+    user_simulator: ModelSpec | None = None,
+    judge: ModelSpec | None = None,
+    samples_per_task: int = 1,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    seed: int = 0,
+) -> RunConfig:
+    """The frozen configuration of an evaluation of these rows; ``RunConfigError`` listing
+    every problem (by field) when it could not run."""
+    config = RunConfig(
+        task_set=task_set_ref(task_set),
+        protocol=frozen_protocol(protocol_spec(protocol)),
+        student=role_spec(student),  # type: ignore[arg-type]  # a student is never None
+        teacher=role_spec(teacher),
+        user_simulator=role_spec(user_simulator),
+        judge=role_spec(judge),
+        samples_per_task=samples_per_task,
+        batch_size=batch_size,
+        seed=seed,
+    )
+    problems = run_config_problems(config)
+    unsharded = task_set.tasks.filter(shards=[]).count() if config.protocol.mode == "sharded" else 0
+    if unsharded:
+        problems.append(
+            Problem(
+                "task_set",
+                f"{unsharded} task(s) in this set have no shards, and the sharded mode reveals a "
+                "task one shard per turn: choose a set whose tasks all have shards.",
+            )
+        )
+    if problems:
+        raise RunConfigError(problems)
+    return config
 
 
 @transaction.atomic
@@ -82,50 +147,41 @@ def evaluation_run_create(
     *,
     name: str,
     task_set: TaskSet,
-    student: ModelSpec,
-    teacher: ModelSpec | None,
     protocol: Protocol,
+    student: ModelSpec,
+    teacher: ModelSpec | None = None,
     user_simulator: ModelSpec | None = None,
     judge: ModelSpec | None = None,
     samples_per_task: int = 1,
-    batch_size: int = 64,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     seed: int = 0,
     created_by: User | None,
 ) -> Run:
-    """Create a queued evaluation run with a frozen config and dispatch it after commit."""
-    task_count = task_set.tasks.count()
-    config = {
-        "task_set": {
-            "id": task_set.pk,
-            "name": task_set.name,
-            "version": task_set.version,
-            "task_count": task_count,
-            "fingerprint": task_set_fingerprint(task_set),
-        },
-        "student": model_spec_snapshot(student),
-        "teacher": model_spec_snapshot(teacher),
-        "user_simulator": model_spec_snapshot(user_simulator),
-        "judge": model_spec_snapshot(judge),
-        "protocol": protocol_snapshot(protocol),
-        "samples_per_task": samples_per_task,
-        "batch_size": batch_size,
-        "seed": seed,
-    }
-    run = Run.objects.create(
-        name=name,
-        kind=Run.Kind.EVAL,
+    """Create a queued evaluation run with a frozen config and dispatch it after commit;
+    ``RunConfigError`` (nothing created) when the choices cannot run."""
+    config = evaluation_config(
         task_set=task_set,
+        protocol=protocol,
         student=student,
         teacher=teacher,
         user_simulator=user_simulator,
         judge=judge,
-        protocol=protocol,
         samples_per_task=samples_per_task,
         batch_size=batch_size,
         seed=seed,
-        config=config,
-        config_hash=config_hash(config),
-        progress_total=task_count * samples_per_task,
+    )
+    run = Run.objects.create(
+        name=name,
+        kind=Run.Kind.EVAL,
+        task_set=task_set,
+        protocol=protocol,
+        student=student,
+        teacher=teacher,
+        user_simulator=user_simulator,
+        judge=judge,
+        config=config.to_json(),
+        config_hash=config.config_hash(),
+        progress_total=config.task_set.task_count * config.samples_per_task,
         created_by=created_by,
     )
     run_dispatch_on_commit(run_id=run.pk)
@@ -138,12 +194,10 @@ def run_dispatch_on_commit(*, run_id: int) -> None:
     A run still queued with no ``dispatched_at`` was never sent (the web process died between
     the commit and the send, or the broker was down); ``runs_recover`` sends it again.
     """
-    transaction.on_commit(partial(_dispatch, run_id))
+    enqueue_on_commit(EVALUATION_TASK, run_id, on_sent=partial(_mark_dispatched, run_id))
 
 
-def _dispatch(run_id: int) -> None:
-    enqueue_on_commit(EVALUATION_TASK, run_id)  # after the commit: sends at once
-    # Reached only if the send did not raise.
+def _mark_dispatched(run_id: int) -> None:
     Run.objects.filter(pk=run_id, dispatched_at__isnull=True).update(dispatched_at=Now())
 
 
@@ -176,16 +230,15 @@ def run_claim(*, run_id: int, worker: str, stale_after: timedelta) -> bool:
     return bool(claimed)
 
 
-def run_heartbeat(*, run_id: int) -> bool:
-    """Record that the worker is alive; returns whether a cancel was requested."""
+def run_heartbeat(*, run_id: int) -> None:
+    """Record that the worker is alive (the job's heartbeat thread is the one caller)."""
     Run.objects.filter(pk=run_id).update(heartbeat_at=Now())
-    return Run.objects.filter(pk=run_id, cancel_requested=True).exists()
 
 
 def run_progress_refresh(*, run_id: int) -> None:
     """Progress is the count of stored dialogues: true after a crash and a resume too."""
     done = Dialogue.objects.filter(run_id=run_id).count()
-    Run.objects.filter(pk=run_id).update(progress_done=done, heartbeat_at=Now())
+    Run.objects.filter(pk=run_id).update(progress_done=done)
 
 
 def run_finish(

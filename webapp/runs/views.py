@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
@@ -30,6 +31,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
     form = EvaluationRunForm(request.POST or None, initial=request.GET.dict())
     if request.method == "POST" and form.is_valid():
         run = services.evaluation_run_create(
+            name=form.cleaned_data["name"],
             **form.launch_arguments(),
             created_by=request.user,  # type: ignore[arg-type]
         )
@@ -81,7 +83,14 @@ def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
 @allows_plotly
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(selectors.run_list(), pk=pk)
-    return render(request, "runs/run_detail.html", _live_context(request, run))
+    context = _live_context(request, run)
+    context["config_json"] = json.dumps(run.config, indent=2, ensure_ascii=False)
+    context["config_roles"] = [
+        (role.replace("_", " ").capitalize(), role.replace("_", "-"), spec)
+        for role, spec in run.frozen_config.roles().items()
+        if spec is not None
+    ]
+    return render(request, "runs/run_detail.html", context)
 
 
 @researcher_required
@@ -122,7 +131,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 def protocol_list(request: HttpRequest) -> HttpResponse:
     form = ProtocolForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        form.save()
+        services.protocol_create(name=form.cleaned_data["name"], spec=form.protocol_spec())
         return redirect("protocol_list")
     context = {"protocols": selectors.protocol_list(), "form": form}
     return render(request, "runs/protocol_list.html", context)

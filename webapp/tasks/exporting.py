@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from webapp.tasks.importing import DIALAB_FIELDS
+from webapp.tasks.imports.mapping import DIALAB_FIELDS
 from webapp.tasks.models import TaskSet
 
 EXPORT_CHUNK = 2000

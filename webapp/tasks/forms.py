@@ -6,18 +6,9 @@ from typing import Any
 
 from django import forms
 
+from models_gpu.spec.verifiers import VERIFIERS, verifier_config_problems
 from webapp.tasks import bounds
 from webapp.tasks.models import Task, TaskSet
-
-# Which reference fields each verifier needs (mirrors models_gpu.verifiers, which the web side
-# may not import). The worker's verifier has the last word; this catches the obvious slips.
-REQUIRED_REFERENCE = {
-    "exact": ("answer",),
-    "numeric": ("answer",),
-    "math": ("answer",),
-    "multiple_choice": ("answer",),
-    "code": ("tests", "entry_point"),
-}
 
 
 def validate_field_size(value: Any) -> None:
@@ -37,10 +28,6 @@ class TaskSetForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["description"].validators.append(validate_field_size)
-
-
-class TaskSetSearchForm(forms.Form):
-    q = forms.CharField(required=False, label="Search")
 
 
 def parse_number(text: str) -> Fraction:
@@ -162,7 +149,8 @@ class TaskForm(forms.Form):
             if value:
                 reference[field] = value
         kind = cleaned.get("verifier_kind", "")
-        for field in REQUIRED_REFERENCE.get(kind, ()):
+        required = VERIFIERS[kind].reference_fields if kind in VERIFIERS else ()
+        for field in required:
             if not reference.get(field):
                 target = field if field in self.fields else "reference_extra"
                 self.add_error(target, f"The {kind} verifier needs {field.replace('_', ' ')}.")
@@ -177,6 +165,8 @@ class TaskForm(forms.Form):
                     "The numeric verifier needs a number (like 42, -3.5 or 3/4); "
                     f"got {reference['answer']!r}.",
                 )
+        for problem in verifier_config_problems(kind, cleaned.get("verifier_config") or {}):
+            self.add_error("verifier_config", f"The {kind} verifier: {problem}.")
         cleaned["reference"] = reference
         cleaned["tags"] = [t.strip() for t in (cleaned.get("tags") or "").split(",") if t.strip()]
         cleaned["shards"] = [

@@ -3,6 +3,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from models_gpu.spec.verifiers import VERIFIERS
+
 
 class TaskSet(models.Model):
     """A named collection of verifiable tasks.
@@ -33,16 +35,10 @@ class TaskSet(models.Model):
 class Task(models.Model):
     """One verifiable task: what the student sees and what only the teacher and verifier see."""
 
-    class VerifierKind(models.TextChoices):
-        # Mirrors models_gpu.verifiers (the web side may not import model code).
-        EXACT = "exact", "Exact / normalized string"
-        NUMERIC = "numeric", "Numeric"
-        MATH = "math", "Math expression"
-        REGEX = "regex", "Regular expression"
-        MULTIPLE_CHOICE = "multiple_choice", "Multiple choice"
-        CODE = "code", "Code (unit tests in a sandbox)"
-        MAZE = "maze", "Maze"
-        CODE_GUESS = "code_guess", "Code guess"
+    # The kinds and their options are models_gpu.spec.verifiers'.
+    VerifierKind = models.TextChoices(
+        "VerifierKind", [(kind.upper(), (kind, v.label)) for kind, v in VERIFIERS.items()]
+    )
 
     task_set = models.ForeignKey(TaskSet, on_delete=models.CASCADE, related_name="tasks")
     position = models.PositiveIntegerField(default=0)
@@ -123,7 +119,7 @@ class TaskImport(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # The claim (webapp.tasks.import_claims): which worker runs it, when it last said so
+    # The claim (webapp.tasks.imports.claims): which worker runs it, when it last said so
     # (PostgreSQL only), and how many workers have claimed it.
     worker = models.CharField(max_length=300, blank=True, help_text="host:pid")
     heartbeat_at = models.DateTimeField(null=True, blank=True)

@@ -12,6 +12,7 @@ urlpatterns = [
     path("<int:pk>/edit/", views.task_set_edit, name="task_set_edit"),
     path("<int:pk>/duplicate/", views.task_set_duplicate, name="task_set_duplicate"),
     path("<int:pk>/delete/", views.task_set_delete, name="task_set_delete"),
+    path("<int:pk>/export.jsonl", views.task_set_export, name="task_set_export"),
     path("<int:pk>/tasks/new/", views.task_create, name="task_create"),
     path("<int:pk>/tasks/<int:task_id>/", views.task_edit, name="task_edit"),
     path("<int:pk>/tasks/<int:task_id>/delete/", views.task_delete, name="task_delete"),

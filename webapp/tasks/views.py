@@ -2,14 +2,14 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.core.permissions import researcher_required
 from webapp.core.rendering import render_markdown
-from webapp.tasks import selectors, services
+from webapp.tasks import exporting, selectors, services
 from webapp.tasks.forms import ProbeForm, TaskForm, TaskSetForm
 from webapp.tasks.generation import GenerationForm, generation_create
 from webapp.tasks.models import Task, TaskSet, VerifierProbe
@@ -224,3 +224,14 @@ def task_set_generate(request: HttpRequest) -> HttpResponse:
     if request.htmx:
         return render(request, "tasks/task_set_generate.html#form", {"form": form})
     return render(request, "tasks/task_set_generate.html", {"form": form})
+
+
+@researcher_required
+def task_set_export(request: HttpRequest, pk: int) -> StreamingHttpResponse:
+    task_set = get_object_or_404(TaskSet, pk=pk)
+    response = StreamingHttpResponse(
+        exporting.task_set_jsonl_lines(task_set=task_set), content_type="application/x-ndjson"
+    )
+    filename = exporting.task_set_export_filename(task_set)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

@@ -6,7 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from webapp.tasks.importing import TaskImportError, import_into_task_set
+from webapp.tasks.imports.errors import TaskImportError
+from webapp.tasks.imports.services import import_into_task_set
 from workers.task_imports import generated_tasks_source
 
 

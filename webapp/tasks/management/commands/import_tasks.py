@@ -16,19 +16,17 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from webapp.tasks.importing import (
-    FieldMapping,
+from webapp.tasks.imports.errors import TaskImportError
+from webapp.tasks.imports.mapping import FieldMapping
+from webapp.tasks.imports.preview import lic_guess, preview
+from webapp.tasks.imports.readers import read_json, read_jsonl
+from webapp.tasks.imports.services import import_into_task_set
+from webapp.tasks.imports.sources import (
     ImportSource,
-    TaskImportError,
     file_source,
     guess_format,
     hf_dataset_source,
     humaneval_source,
-    import_into_task_set,
-    lic_guess,
-    preview,
-    read_json,
-    read_jsonl,
 )
 
 

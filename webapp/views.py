@@ -1,3 +1,5 @@
+"""Site-wide pages: the home page (recent runs and task sets) and the health check."""
+
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required

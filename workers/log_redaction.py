@@ -1,25 +1,17 @@
-"""The Celery application, configured from Django settings (the CELERY_* names).
+"""Secrets stay out of the worker's log lines (``webapp.core.redaction``).
 
-Kept free of task imports so the web process can enqueue by name without loading model code.
+Imported by the worker at start (the Celery app's ``include``), before it sets up logging.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
-from celery import Celery
 from celery.signals import after_setup_logger, after_setup_task_logger
 from celery.utils.log import get_multiprocessing_logger
 
 from webapp.core.redaction import install_secret_redaction
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
-
-# workers.recovery connects the worker_ready sweep that resumes runs a dead worker left behind.
-app = Celery("dialab", include=["workers.tasks", "workers.task_imports", "workers.recovery"])
-app.config_from_object("django.conf:settings", namespace="CELERY")
 
 
 @after_setup_logger.connect

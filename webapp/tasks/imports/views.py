@@ -1,4 +1,4 @@
-"""Import pages (choose a source, map columns, watch it run) and the JSONL export."""
+"""Import pages: choose a source, map columns, watch it run."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ import json
 from typing import Any
 
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.core.permissions import researcher_required
-from webapp.tasks import exporting, importing
-from webapp.tasks.import_forms import ImportStartForm, MappingForm
-from webapp.tasks.models import TaskImport, TaskSet
+from webapp.tasks.imports import preview, services
+from webapp.tasks.imports.errors import TaskImportError
+from webapp.tasks.imports.forms import ImportStartForm, MappingForm
+from webapp.tasks.imports.mapping import lookup
+from webapp.tasks.models import TaskImport
 
 PREVIEW_CELL_CHARS = 80
 
@@ -23,7 +25,7 @@ def task_import_start(request: HttpRequest) -> HttpResponse:
     form = ImportStartForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        task_import = importing.task_import_create(
+        task_import = services.task_import_create(
             source=data["source"],
             task_set_name=data["task_set_name"],
             created_by=request.user,  # type: ignore[arg-type]
@@ -49,11 +51,11 @@ def task_import_map(request: HttpRequest, pk: int) -> HttpResponse:
     if task_import.status != TaskImport.Status.DRAFT:
         return redirect("task_import_detail", pk=task_import.pk)
     try:
-        columns, records = importing.import_preview(task_import=task_import)
-    except importing.TaskImportError as error:
+        columns, records = preview.import_preview(task_import=task_import)
+    except TaskImportError as error:
         context = {"task_import": task_import, "error": str(error)}
         return render(request, "tasks/import_map.html", context, status=400)
-    guess = importing.import_mapping_guess(task_import=task_import, columns=columns)
+    guess = preview.import_mapping_guess(task_import=task_import, columns=columns)
     initial = {f"map_{name}": column for name, column in guess.items()}
     column_word = "column" if task_import.file_format == "csv" else "key"
     form = MappingForm(
@@ -61,17 +63,17 @@ def task_import_map(request: HttpRequest, pk: int) -> HttpResponse:
     )
     if request.method == "POST" and form.is_valid():
         mapping = form.mapping()
-        importing.task_import_confirm(
+        services.task_import_confirm(
             task_import=task_import, columns=mapping.columns, defaults=mapping.defaults
         )
         return redirect("task_import_detail", pk=task_import.pk)
-    rows = [[_cell(importing.lookup(record, column)) for column in columns] for record in records]
+    rows = [[_cell(lookup(record, column)) for column in columns] for record in records]
     context = {"task_import": task_import, "form": form, "columns": columns, "rows": rows}
     return render(request, "tasks/import_map.html", context)
 
 
 def _live_context(task_import: TaskImport) -> dict[str, Any]:
-    # SQLite imports report progress only at the end (see webapp.tasks.importing): a busy bar.
+    # SQLite imports report progress only at the end (webapp.tasks.imports.services): a busy bar.
     return {"task_import": task_import, "progress_is_live": connection.vendor != "sqlite"}
 
 
@@ -88,15 +90,4 @@ def task_import_live(request: HttpRequest, pk: int) -> HttpResponse:
     response = render(request, "tasks/import_detail.html#live", _live_context(task_import))
     if task_import.is_finished:
         response.status_code = HttpResponseStopPolling.status_code
-    return response
-
-
-@researcher_required
-def task_set_export(request: HttpRequest, pk: int) -> StreamingHttpResponse:
-    task_set = get_object_or_404(TaskSet, pk=pk)
-    response = StreamingHttpResponse(
-        exporting.task_set_jsonl_lines(task_set=task_set), content_type="application/x-ndjson"
-    )
-    filename = exporting.task_set_export_filename(task_set)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

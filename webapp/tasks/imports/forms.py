@@ -1,3 +1,5 @@
+"""The import pages' forms: choose a source, then map its columns to task fields."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -5,13 +7,9 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from webapp.tasks.importing import (
-    MAPPABLE_FIELDS,
-    FieldMapping,
-    TaskImportError,
-    check_size,
-    guess_format,
-)
+from webapp.tasks.imports.errors import TaskImportError
+from webapp.tasks.imports.mapping import MAPPABLE_FIELDS, FieldMapping
+from webapp.tasks.imports.sources import check_size, guess_format
 from webapp.tasks.models import Task, TaskImport
 
 FORMAT_CHOICES = [

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from webapp.core.demo import (
+from webapp.demo.services import (
     DEMO_PASSWORD,
     DEMO_USERNAME,
     demo_house_run_create,

@@ -1,0 +1,51 @@
+"""What a worker hands back to the web side: a finished dialogue and its turns, as the
+transcript tables store them (``webapp.dialogues.models``: one field per column)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Outcome = Literal["solved", "unsolved"]
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    """One turn. ``round`` is the k of "accuracy after turn k"; the verdict fields are empty
+    (``is_correct`` None) on turns nobody verified."""
+
+    index: int
+    round: int
+    role: str
+    kind: str
+    text: str
+    private_context: Mapping[str, Any] = field(default_factory=dict)
+    extracted_answer: str = ""
+    is_correct: bool | None = None
+    score: float | None = None
+    verdict_details: Mapping[str, Any] = field(default_factory=dict)
+    leak_flag: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class DialogueRow:
+    """One finished dialogue of a run: which (task, sample), how it ended, its turns."""
+
+    task_id: int
+    sample_index: int
+    seed: int
+    outcome: Outcome
+    first_correct_turn: int | None
+    num_turns: int
+    end_reason: str
+    turns: tuple[TurnRow, ...]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DialogueRow:
+        """From plain data with the same keys (turns as a list of mappings)."""
+        turns = tuple(TurnRow(**turn) for turn in data["turns"])
+        return cls(**{**data, "turns": turns})

@@ -1,0 +1,132 @@
+"""The mapping step: a draft import's columns, its first records, and a guessed mapping.
+
+Only the first few records are read, in the web process, within the same bounds as the import
+(:mod:`webapp.tasks.bounds`); the worker reads the rest when the mapping is confirmed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+from webapp.tasks import bounds
+from webapp.tasks.imports.errors import TaskImportError
+from webapp.tasks.imports.readers import csv_header, read_csv, read_json, read_jsonl
+from webapp.tasks.imports.sources import read_hf_dataset
+from webapp.tasks.models import TaskImport
+
+PREVIEW_ROWS = 5
+# The mapping step offers every column in a select for each task field: a record with a million
+# keys would make a page of millions of options, so the preview refuses such a source.
+MAX_PREVIEW_COLUMNS = 500
+
+# Lost-in-Conversation records: {task_id, task (the task type), shards: [{shard_id, shard_text}],
+# then fields that depend on the task type}. These are guesses the mapping step lets users change.
+LIC_PROMPT_KEYS = ("fully_specified_question", "question", "prompt", "instruction", "query")
+LIC_ANSWER_KEYS = ("answer", "reference_answer", "solution", "target", "label")
+
+
+def lic_guess(columns: Iterable[str]) -> dict[str, str]:
+    """Starting mapping for Lost-in-Conversation records (the user can change it)."""
+    available = list(columns)
+    guess = {"shards": "shards", "external_id": "task_id", "domain": "task"}
+    for name, candidates in (("prompt", LIC_PROMPT_KEYS), ("answer", LIC_ANSWER_KEYS)):
+        found = next((key for key in candidates if key in available), "")
+        if found:
+            guess[name] = found
+    return {name: column for name, column in guess.items() if column in available}
+
+
+SYNONYMS = {
+    "prompt": ("prompt", "question", "problem", "instruction", "input", "query"),
+    "answer": ("answer", "target", "label", "output", "final_answer"),
+    "tests": ("tests", "test"),
+    "entry_point": ("entry_point",),
+    "solution": ("solution", "canonical_solution"),
+    "shards": ("shards",),
+    "verifier_kind": ("verifier_kind", "verifier"),
+    "domain": ("domain", "subject"),
+    "difficulty": ("difficulty", "level"),
+    "tags": ("tags",),
+    "external_id": ("external_id", "id", "task_id"),
+}
+
+
+def guess_mapping(columns: Iterable[str]) -> dict[str, str]:
+    available = {column.lower(): column for column in columns}
+    guess = {}
+    for name, candidates in SYNONYMS.items():
+        found = next((available[key] for key in candidates if key in available), "")
+        if found and found not in guess.values():
+            guess[name] = found
+    return guess
+
+
+def _too_many_columns(where: str, count: int) -> TaskImportError:
+    return TaskImportError(
+        f"{where}: {count:,} keys or columns; the mapping step lists at most {MAX_PREVIEW_COLUMNS}"
+    )
+
+
+def preview(
+    source_records: Iterator[tuple[int, dict[str, Any]]],
+    rows: int = PREVIEW_ROWS,
+    *,
+    unit: str = "line",
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The first records and their columns (top-level keys, plus one level of dotted keys into
+    nested objects), for the mapping step."""
+    records = []
+    columns: dict[str, None] = {}  # ordered, and a set for the lookups
+    for number, record in source_records:
+        records.append(record)
+        for key, value in record.items():
+            columns[key] = None
+            if isinstance(value, dict):
+                columns.update((f"{key}.{inner}", None) for inner in value)
+            if len(columns) > MAX_PREVIEW_COLUMNS:
+                raise _too_many_columns(f"{unit} {number}", len(columns))
+        if len(records) >= rows:
+            break
+    return list(columns), records
+
+
+def _first_record_or_so(
+    records: Iterator[tuple[int, dict[str, Any]]], stream: IO[bytes]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The first record, then more only while no more than a record's worth of the file has
+    been read. A record's objects can take some 30 times its bytes (``{}`` is 3 bytes, a dict
+    about 64), so the web process holds a record's worth (two while parsing), not one per row."""
+    for index, pair in enumerate(records):
+        if index and stream.tell() > bounds.max_record_bytes():
+            return
+        yield pair
+
+
+def import_preview(*, task_import: TaskImport) -> tuple[list[str], list[dict[str, Any]]]:
+    """Columns and first records of a draft import's source, for the mapping step."""
+    if task_import.source == TaskImport.Source.HF_DATASET:
+        return preview(read_hf_dataset(task_import.dataset, task_import.split))
+    if not task_import.upload:
+        raise TaskImportError("the uploaded file is missing")
+    # Only the first few records are read, each within the bounds (webapp.tasks.bounds): the
+    # web process never parses the whole upload; the worker does, under the same bounds.
+    with task_import.upload.open("rb") as stream:
+        readers = {"jsonl": read_jsonl, "csv": read_csv, "json": read_json}
+        unit = "item" if task_import.file_format == "json" else "line"
+        first = _first_record_or_so(readers[task_import.file_format](stream), stream)
+        columns, records = preview(first, unit=unit)
+        if task_import.file_format == "csv":
+            stream.seek(0)
+            columns = csv_header(stream)
+            if len(columns) > MAX_PREVIEW_COLUMNS:
+                raise _too_many_columns("line 1", len(columns))
+    if not records:
+        raise TaskImportError("the file has no records: no tasks to import")
+    return columns, records
+
+
+def import_mapping_guess(*, task_import: TaskImport, columns: list[str]) -> dict[str, str]:
+    if task_import.source == TaskImport.Source.LOST_IN_CONVERSATION:
+        return lic_guess(columns)
+    return guess_mapping(columns)
