@@ -101,6 +101,7 @@ def seed(dialogues_per_run: int) -> float:
     from webapp.accounts.models import User
     from webapp.models_registry.models import ModelSpec
     from webapp.runs.models import Protocol, Run
+    from webapp.runs.services import evaluation_config
     from webapp.tasks.models import Task, TaskSet
 
     rng = random.Random(2026)
@@ -112,15 +113,30 @@ def seed(dialogues_per_run: int) -> float:
         for i in range(1000)
     )  # fmt: skip
     tasks = list(task_set.tasks.order_by("position").values_list("id", "position"))
-    student = ModelSpec.objects.create(name="bench student", backend="scripted")
+    student = ModelSpec.objects.create(
+        name="bench student", backend="scripted", location="arithmetic-student"
+    )
+    teacher = ModelSpec.objects.create(
+        name="bench teacher", backend="scripted", location="feedback-teacher"
+    )
     protocol = Protocol.objects.create(name="bench didactic", max_turns=5)
-    runs = [
-        Run.objects.create(
-            name=f"bench run {n}", task_set=task_set, student=student, protocol=protocol,
-            config={"protocol": {"max_turns": 5}}, config_hash=f"{n:064d}", status="succeeded",
+    runs = []
+    for n in range(RUNS):
+        config = evaluation_config(
+            task_set=task_set, protocol=protocol, student=student, teacher=teacher, seed=n
         )
-        for n in range(RUNS)
-    ]  # fmt: skip
+        runs.append(
+            Run.objects.create(
+                name=f"bench run {n}",
+                task_set=task_set,
+                student=student,
+                teacher=teacher,
+                protocol=protocol,
+                config=config.to_json(),
+                config_hash=config.config_hash(),
+                status="succeeded",
+            )
+        )
     started = time.perf_counter()
     raw = connection.connection  # the psycopg connection under Django's
     dialogue_columns = (
@@ -557,10 +573,13 @@ def main() -> None:
 
     django.setup()
     from webapp.dialogues.models import Dialogue
+    from webapp.runs.models import Run
 
     expected = RUNS * args.dialogues_per_run
-    if reuse and Dialogue.objects.count() != expected:
-        print(f"{url.rsplit('/', 1)[-1]} holds another size: seeding it again")
+    # Runs seeded before configurations were frozen in full cannot be read by the run page.
+    outdated = Run.objects.exclude(config__has_key="schema").exists()
+    if reuse and (Dialogue.objects.count() != expected or outdated):
+        print(f"{url.rsplit('/', 1)[-1]} holds another size or old runs: seeding it again")
         from django.db import connections
 
         connections.close_all()

@@ -93,7 +93,7 @@ def when_answering(query: Callable[[], bool]) -> Callable[[], bool]:
 def assert_every_pair_once(run: Run) -> None:
     pairs = list(Dialogue.objects.filter(run=run).values_list("task_id", "sample_index"))
     every_pair = {(task_id, sample) for task_id in run.task_set.tasks.values_list("pk", flat=True)
-                  for sample in range(run.samples_per_task)}  # fmt: skip
+                  for sample in range(run.frozen_config.samples_per_task)}  # fmt: skip
     assert len(pairs) == len(every_pair), "exactly tasks x samples dialogues"
     assert set(pairs) == every_pair, "none lost, none twice"
 

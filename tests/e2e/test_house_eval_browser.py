@@ -117,7 +117,7 @@ def test_house_model_didactic_and_sharded_runs_from_the_browser(
         page, "Small arithmetic", "House didactic", {"student": "house", "teacher": "house"}
     )
     assert run.config["student"] == run.config["teacher"]
-    assert run.config["protocol"]["prompt_templates"]["teacher_system"].startswith("You are a")
+    assert run.frozen_config.protocol.templates["teacher_system"].startswith("You are a")
     wait_finished(page, run, worker)
     total = len(ARITHMETIC) * SAMPLES
     assert f"{total} / {total}" in page.text_content("#run-progress")
