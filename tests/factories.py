@@ -6,11 +6,10 @@ from typing import Any
 
 import factory
 
-from models_gpu.spec.run import RunConfig, frozen_protocol
 from webapp.accounts.models import User
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Protocol, Run
-from webapp.runs.services import protocol_spec, role_spec, task_set_ref
+from webapp.runs.services import evaluation_config
 from webapp.tasks.models import Task, TaskSet
 
 PASSWORD = "correct horse battery staple"
@@ -90,23 +89,17 @@ def frozen_run(
     task_set = task_set or TaskSetFactory()
     student = student or StudentFactory()
     protocol = protocol or ProtocolFactory()
-    config = RunConfig(
-        task_set=task_set_ref(task_set),
-        protocol=frozen_protocol(protocol_spec(protocol)),
-        student=role_spec(student),  # type: ignore[arg-type]  # never None here
-        teacher=role_spec(teacher),
-        user_simulator=role_spec(user_simulator),
-        judge=role_spec(judge),
-        batch_size=batch_size,
-    )
+    roles = {"teacher": teacher, "user_simulator": user_simulator, "judge": judge}
+    config = evaluation_config(
+        task_set=task_set, protocol=protocol, student=student, batch_size=batch_size,
+        check=False, **roles,
+    )  # fmt: skip
     return Run.objects.create(
         name=name,
         task_set=task_set,
         student=student,
-        teacher=teacher,
-        user_simulator=user_simulator,
-        judge=judge,
         protocol=protocol,
+        **roles,
         config=config.to_json(),
         config_hash=config.config_hash(),
         **fields,

@@ -41,23 +41,26 @@ EVALUATION_TASK = "workers.tasks.run_evaluation"
 MAX_RUN_ATTEMPTS = 3
 
 
+# The settings a Protocol row and a ProtocolSpec share, under the same names.
+PROTOCOL_SETTINGS = (
+    "mode",
+    "max_turns",
+    "teacher_sees_reference",
+    "teacher_sees_verifier_details",
+    "self_correction",
+    "regenerate_leaks",
+    "judge_turn_kinds",
+    "judge_leaks",
+)
+
+
 def protocol_create(*, name: str, spec: ProtocolSpec) -> Protocol:
     """Save a protocol; ``RunConfigError`` when it breaks a rule of ``protocol_problems``."""
     problems = protocol_problems(spec)
     if problems:
         raise RunConfigError(problems)
-    return Protocol.objects.create(
-        name=name,
-        mode=spec.mode,
-        max_turns=spec.max_turns,
-        teacher_sees_reference=spec.teacher_sees_reference,
-        teacher_sees_verifier_details=spec.teacher_sees_verifier_details,
-        self_correction=spec.self_correction,
-        regenerate_leaks=spec.regenerate_leaks,
-        judge_turn_kinds=spec.judge_turn_kinds,
-        judge_leaks=spec.judge_leaks,
-        prompt_templates=dict(spec.templates),
-    )
+    settings = {field: getattr(spec, field) for field in PROTOCOL_SETTINGS}
+    return Protocol.objects.create(name=name, prompt_templates=dict(spec.templates), **settings)
 
 
 def role_spec(model: ModelSpec | None) -> RoleSpec | None:
@@ -76,18 +79,9 @@ def role_spec(model: ModelSpec | None) -> RoleSpec | None:
 def protocol_spec(protocol: Protocol) -> ProtocolSpec:
     """A protocol row as the engine runs it (its templates as stored: complete them with
     ``frozen_protocol`` to freeze them)."""
+    settings = {field: getattr(protocol, field) for field in PROTOCOL_SETTINGS}
     return ProtocolSpec(
-        mode=protocol.mode,  # type: ignore[arg-type]  # a Mode choice
-        max_turns=protocol.max_turns,
-        teacher_sees_reference=protocol.teacher_sees_reference,
-        teacher_sees_verifier_details=protocol.teacher_sees_verifier_details,
-        templates=protocol.prompt_templates,
-        self_correction=protocol.self_correction,  # type: ignore[arg-type]  # a choice
-        regenerate_leaks=protocol.regenerate_leaks,
-        judge_turn_kinds=protocol.judge_turn_kinds,
-        judge_leaks=protocol.judge_leaks,
-        id=protocol.pk,
-        name=protocol.name,
+        templates=protocol.prompt_templates, id=protocol.pk, name=protocol.name, **settings
     )
 
 
@@ -113,9 +107,11 @@ def evaluation_config(
     samples_per_task: int = 1,
     batch_size: int = DEFAULT_BATCH_SIZE,
     seed: int = 0,
+    check: bool = True,
 ) -> RunConfig:
     """The frozen configuration of an evaluation of these rows; ``RunConfigError`` listing
-    every problem (by field) when it could not run."""
+    every problem (by field) when it could not run (``check=False``: as it is, for tests and
+    benchmarks that store runs without playing them)."""
     config = RunConfig(
         task_set=task_set_ref(task_set),
         protocol=frozen_protocol(protocol_spec(protocol)),
@@ -127,6 +123,8 @@ def evaluation_config(
         batch_size=batch_size,
         seed=seed,
     )
+    if not check:
+        return config
     problems = run_config_problems(config)
     unsharded = task_set.tasks.filter(shards=[]).count() if config.protocol.mode == "sharded" else 0
     if unsharded:
