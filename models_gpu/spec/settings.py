@@ -67,7 +67,11 @@ class Setting:
         if value is None and self.optional:
             return None
         if self.kind == "bool":
-            return None if isinstance(value, bool) else f"{self.name} must be true or false"
+            return (
+                None
+                if isinstance(value, bool)
+                else f"{self.name} must be true or false{self._got(value)}"
+            )
         if self.kind == "choice":
             if value in self.choices:
                 return None

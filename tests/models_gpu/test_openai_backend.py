@@ -409,7 +409,7 @@ def test_generate_works_inside_a_running_event_loop() -> None:
     ("params", "message"),
     [
         ({}, r"model is required"),
-        ({"model": "m", "concurrency": 4}, r"unknown setting\(s\) concurrency; known"),
+        ({"model": "m", "concurrency": 4}, r"unknown parameter\(s\) concurrency; known"),
         (
             {"model": "m", "api_key_env": "sk-abc123"},
             r"must be the NAME of an environment variable",

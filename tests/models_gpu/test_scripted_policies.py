@@ -74,7 +74,7 @@ def test_the_sharded_student_is_deterministic_by_seed_and_can_err() -> None:
 
 @pytest.mark.parametrize(
     ("params", "message"),
-    [({"ask": 1}, r"unknown setting\(s\) ask"), ({"ask_probability": 2}, "at most 1")],
+    [({"ask": 1}, r"unknown parameter\(s\) ask"), ({"ask_probability": 2}, "at most 1")],
 )
 def test_the_sharded_student_checks_its_params(params: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -98,7 +98,7 @@ def test_the_shard_revealer_says_the_next_shard_verbatim() -> None:
         "The first is 4.",
         NOTHING_TO_ADD,
     ]
-    with pytest.raises(ValueError, match=r"unknown setting\(s\) verbose; known: delay_ms"):
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) verbose; known: delay_ms"):
         load_generator(RoleSpec("scripted", "shard-revealer", {"verbose": True}))
 
 

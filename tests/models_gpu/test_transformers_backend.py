@@ -165,7 +165,7 @@ def test_generators_on_one_checkpoint_share_the_model(tiny_model_dir: Path) -> N
     [
         (
             {"temprature": 0.5},
-            r"unknown setting\(s\) temprature; known: max_new_tokens, temperature",
+            r"unknown parameter\(s\) temprature; known: max_new_tokens",
         ),
         ({"temperature": -0.1}, r"temperature must be at least 0 \(got -0.1\)"),
         ({"temperature": "hot"}, r"temperature must be a finite number"),

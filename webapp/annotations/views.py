@@ -73,7 +73,8 @@ def schema_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST" and "schema-name" in request.POST:
         schema_form = SchemaForm(request.POST, instance=schema, prefix="schema")
         if schema_form.is_valid():
-            schema_form.save()
+            data = schema_form.cleaned_data
+            services.schema_save(name=data["name"], guidelines=data["guidelines"], schema=schema)
             messages.success(request, "Schema saved.")
             return redirect("schema_detail", pk=schema.pk)
     elif request.method == "POST":
