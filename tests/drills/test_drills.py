@@ -20,7 +20,7 @@ from django.db import DatabaseError, connection, connections, transaction
 from tests.e2e.conftest import wait_until
 from tests.e2e.test_worker_resume import SAMPLES, TASKS, PreforkWorker, slow_run
 from tests.factories import ProtocolFactory, TaskSetFactory
-from tests.models_gpu.test_sandbox_attacks import sandboxed_processes
+from tests.models_gpu.sandbox.test_attacks import sandboxed_processes
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run

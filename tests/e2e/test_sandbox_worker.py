@@ -13,7 +13,7 @@ from django.db import transaction
 
 from tests.e2e.conftest import wait_until
 from tests.factories import TaskFactory
-from tests.models_gpu.test_sandbox_attacks import sandboxed_processes
+from tests.models_gpu.sandbox.test_attacks import sandboxed_processes
 from webapp.tasks.models import Task, VerifierProbe
 from webapp.tasks.services import probe_create
 

@@ -1,6 +1,6 @@
 """What a sandboxed run does for honest code: tests of every style, limits, and the wire format.
 
-The hostile cases are in ``test_sandbox_attacks.py``.
+The hostile cases are in ``test_attacks.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The ``transformers`` backend on the tiny untrained house model: real tokenizer, chat template
 and Llama forward passes. What the model says is noise, so these tests check batching, padding,
-counts, seeding and plumbing; tests/models_gpu/test_house_model.py checks a trained one."""
+counts, seeding and plumbing; tests/models_gpu/house/test_house_model.py checks a trained one."""
 
 from __future__ import annotations
 

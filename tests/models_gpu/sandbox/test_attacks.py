@@ -26,7 +26,7 @@ from models_gpu.sandbox.runner import HARNESS_MODULE
 
 WRONG = "def add(a, b):\n    return a - b\n"
 TESTS = "assert add(1, 2) == 3\nassert add(-1, 1) == 0\n"
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FORGED_REPORT = '{"loaded": true, "load_error": null, "limit": null, "tests": [{"name": "x", "passed": true, "error": null}]}'  # noqa: E501
 HARNESS_MARKER = HARNESS_MODULE  # in the command line of every sandboxed process and its bwrap
 

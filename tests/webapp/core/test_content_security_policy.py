@@ -16,7 +16,7 @@ from webapp.core.plotly_csp import plotly_style_sources, style_hash, style_sourc
 
 pytestmark = pytest.mark.django_db
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
 
 
 def directives(response: Any) -> dict[str, list[str]]:

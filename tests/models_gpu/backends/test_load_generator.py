@@ -10,7 +10,7 @@ from models_gpu.backends import UnknownBackend, load_generator
 from models_gpu.spec.run import RoleSpec
 from models_gpu.types import GenerationRequest, Message
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_scripted_generator_answers_a_batch_in_order() -> None:

@@ -18,7 +18,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from tests.factories import TaskSetFactory
-from tests.webapp.test_importing import start_upload
+from tests.webapp.tasks.imports.test_importing import start_upload
 from webapp.tasks import bounds
 from webapp.tasks.imports.errors import TaskImportError
 from webapp.tasks.imports.mapping import FieldMapping

@@ -20,7 +20,7 @@ def exact_task(answer: str, **config: Any) -> TaskSpec:
 def test_every_kind_of_the_spec_has_a_verifier() -> None:
     from models_gpu.spec.verifiers import VERIFIERS
 
-    assert VERIFIER_KINDS == tuple(VERIFIERS)
+    assert tuple(VERIFIERS) == VERIFIER_KINDS
 
 
 def test_unknown_kind_is_a_value_error_naming_the_known_kinds() -> None:

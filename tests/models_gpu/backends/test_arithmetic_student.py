@@ -14,7 +14,7 @@ from models_gpu.spec.run import RoleSpec
 from models_gpu.types import GenerationRequest, Message
 from models_gpu.verifiers.extraction import extract_number
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 TASK = "What is 347 + 218?"  # 565
 
 

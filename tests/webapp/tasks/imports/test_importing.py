@@ -27,7 +27,7 @@ from webapp.tasks.imports.sources import (
 )
 from webapp.tasks.models import Task, TaskImport, TaskSet
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[4] / "tests" / "data"
 CSV_MAPPING = FieldMapping(
     {"prompt": "question", "answer": "solution", "difficulty": "level", "domain": "topic"},
     {"verifier_kind": "numeric"},
@@ -522,7 +522,7 @@ def test_import_command_exits_non_zero_from_the_shell(tmp_path: Path) -> None:
 
     path = write(tmp_path, "bad.csv", b"q,a\n1+1?,2\n\xff,3\n")
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[4]
     migrate = [sys.executable, "manage.py", "migrate", "-v0"]
     subprocess.run(migrate, cwd=root, env=env, check=True)
     result = subprocess.run(
