@@ -20,7 +20,7 @@ from models_gpu.spec.run import (
 from models_gpu.spec.templates import TEMPLATE_HELP, TEMPLATE_NAMES, resolve_templates
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Protocol
-from webapp.runs.services import evaluation_config
+from webapp.runs.services import PROTOCOL_SETTINGS, evaluation_config
 from webapp.tasks.models import TaskSet
 
 TEMPLATE_PREFIX = "template_"
@@ -89,8 +89,8 @@ class ProtocolForm(forms.ModelForm):
         """The protocol's rules are ``models_gpu.spec.protocol``'s, shown on their fields."""
         cleaned = super().clean() or {}
         if not self.errors:
-            for problem in protocol_problems(self.protocol_spec()):
-                self.add_error(problem.field, problem.message)
+            for field, message in protocol_problems(self.protocol_spec()):
+                self.add_error(field if field in self.fields else None, message)
         return cleaned
 
     def templates(self) -> dict[str, str]:
@@ -100,18 +100,8 @@ class ProtocolForm(forms.ModelForm):
         }
 
     def protocol_spec(self) -> ProtocolSpec:
-        data = self.cleaned_data
-        return ProtocolSpec(
-            mode=data["mode"],
-            max_turns=data["max_turns"],
-            teacher_sees_reference=data["teacher_sees_reference"],
-            teacher_sees_verifier_details=data["teacher_sees_verifier_details"],
-            templates=self.templates(),
-            self_correction=data["self_correction"],
-            regenerate_leaks=data["regenerate_leaks"],
-            judge_turn_kinds=data["judge_turn_kinds"],
-            judge_leaks=data["judge_leaks"],
-        )
+        settings = {field: self.cleaned_data[field] for field in PROTOCOL_SETTINGS}
+        return ProtocolSpec(templates=self.templates(), **settings)
 
 
 def _model_choice(label: str, help_text: str, required: bool = False) -> forms.ModelChoiceField:
@@ -161,7 +151,7 @@ class EvaluationRunForm(forms.Form):
         if self.errors:
             return cleaned
         try:
-            evaluation_config(**self.launch_arguments(cleaned))
+            evaluation_config(**self.launch_arguments())
         except RunConfigError as error:
             for problem in error.problems:
                 field = problem.field if problem.field in self.fields else "protocol"
@@ -170,10 +160,10 @@ class EvaluationRunForm(forms.Form):
             cleaned["name"] = f"{cleaned['student']} on {cleaned['task_set']}"
         return cleaned
 
-    def launch_arguments(self, cleaned: dict[str, Any] | None = None) -> dict[str, Any]:
+    def launch_arguments(self) -> dict[str, Any]:
         """The choices, as ``services.evaluation_config`` takes them (``evaluation_run_create``
         takes them and a name)."""
-        data = self.cleaned_data if cleaned is None else cleaned
+        data = self.cleaned_data
         names = ("task_set", "protocol", "student", "teacher", "user_simulator", "judge")
         return {
             **{name: data.get(name) for name in names},
