@@ -80,12 +80,11 @@ class ModelSpecForm(forms.ModelForm):
             return cleaned
         location = cleaned.get("location", "")
         params = cleaned["generation_params"]
-        {
-            "scripted": lambda location: None,  # a policy name: backend_problems checks it
-            "transformers": self._check_checkpoint,
-            "vllm": self._check_checkpoint,
-            "openai": self._check_endpoint,
-        }[backend](location)
+        # A scripted model's location is a policy name, which backend_problems checks.
+        if backend in ("transformers", "vllm"):
+            self._check_checkpoint(location)
+        elif backend == "openai":
+            self._check_endpoint(location)
         # Whatever the backend: a location never holds a credential (the services check again).
         problem = location_credential_problem(location)
         if problem and not self.has_error("location"):
