@@ -6,7 +6,12 @@ from urllib.parse import urlparse
 
 from django import forms
 
-from models_gpu.spec.backends import BACKENDS, SCRIPTED_POLICIES, backend_problems
+from models_gpu.spec.backends import (
+    AVAILABLE_BACKENDS,
+    BACKENDS,
+    SCRIPTED_POLICIES,
+    backend_problems,
+)
 from webapp.models_registry.credentials import (
     location_credential_problem,
     secret_params_problem,
@@ -59,8 +64,8 @@ class ModelSpecForm(forms.ModelForm):
         backend: str = self.cleaned_data["backend"]
         if not BACKENDS[backend].available:
             raise forms.ValidationError(
-                "The human backend (a person answering in the browser) is not available yet: "
-                "choose scripted, transformers, vllm or openai."
+                f"The {backend} backend is not available yet: choose "
+                f"{', '.join(AVAILABLE_BACKENDS)}."
             )
         return backend
 
