@@ -47,17 +47,7 @@ class ProtocolForm(forms.ModelForm):
 
     class Meta:
         model = Protocol
-        fields = [
-            "name",
-            "mode",
-            "max_turns",
-            "teacher_sees_reference",
-            "teacher_sees_verifier_details",
-            "self_correction",
-            "regenerate_leaks",
-            "judge_turn_kinds",
-            "judge_leaks",
-        ]
+        fields = ["name", *PROTOCOL_SETTINGS]
         labels = {
             "teacher_sees_reference": "Teacher sees the reference answer",
             "teacher_sees_verifier_details": "Teacher sees the verifier's details",
