@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -114,7 +114,7 @@ class JsonlStore:
 
     def __call__(self, results: list[DialogueResult]) -> None:
         started = time.perf_counter()
-        self.out.write("".join(json.dumps(dialogue_row(r)) + "\n" for r in results))
+        self.out.write("".join(json.dumps(asdict(dialogue_row(r))) + "\n" for r in results))
         self.out.flush()
         self.dialogues += len(results)
         self.student_tokens += sum(
