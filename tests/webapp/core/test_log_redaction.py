@@ -175,20 +175,5 @@ def test_django_loggers_have_no_unfiltered_handlers() -> None:
     assert streams and streams == redacting_handlers(server)
 
 
-def test_the_celery_worker_filters_the_handlers_it_installs() -> None:
-    from workers.log_redaction import redact_secrets_in_worker_logs
-
-    logger = logging.getLogger("dialab.test.celery-like")
-    handler = logging.StreamHandler(io.StringIO())
-    logger.addHandler(handler)
-    try:
-        redact_secrets_in_worker_logs(logger=logger)
-        redact_secrets_in_worker_logs(logger=logger)  # the task logger signal may repeat it
-        assert len(handler.filters) == 1
-        assert isinstance(handler.filters[0], SecretRedactingFilter)
-    finally:
-        logger.removeHandler(handler)
-
-
 def test_install_skips_loggers_that_are_absent() -> None:
     install_secret_redaction(None)

@@ -1,7 +1,10 @@
+"""``manage.py demo_project``: the demo project is created once, its house run once the house model
+exists."""
+
 from __future__ import annotations
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import call_command
 
 from webapp.accounts.models import User
 from webapp.demo.services import (
@@ -16,19 +19,6 @@ from webapp.runs.models import Run
 from webapp.tasks.models import TaskSet
 
 pytestmark = pytest.mark.django_db
-
-
-def test_create_researcher(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    call_command("create_researcher", "grace", "--password", "a-long-enough-passphrase")
-    grace = User.objects.get(username="grace")
-    assert grace.is_researcher and grace.check_password("a-long-enough-passphrase")
-    with pytest.raises(CommandError, match="already exists"):
-        call_command("create_researcher", "grace", "--password", "another-passphrase")
-    with pytest.raises(CommandError, match="too short"):
-        call_command("create_researcher", "linus", "--password", "abc")
-    monkeypatch.setenv("DIALAB_PASSWORD", "from-the-environment-42")
-    call_command("create_researcher", "ken")
-    assert User.objects.get(username="ken").check_password("from-the-environment-42")
 
 
 def test_demo_project_is_created_once(django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
