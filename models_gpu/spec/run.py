@@ -81,9 +81,7 @@ class RunConfig:
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON-ready data; ``from_json`` reads it back to an equal configuration."""
-        data = asdict(self)
-        data["protocol"]["templates"] = dict(self.protocol.templates)
-        return {"schema": SCHEMA_VERSION, **data}
+        return {"schema": SCHEMA_VERSION, **asdict(self)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunConfig:

@@ -34,7 +34,8 @@ def dialogues_store(*, run_id: int, dialogues: Sequence[DialogueRow]) -> int:
     positions = dict(
         Task.objects.filter(pk__in={d.task_id for d in fresh}).values_list("pk", "position")
     )
-    student_name = Run.objects.get(pk=run_id).frozen_config.student.name
+    # As the run froze it (RunConfig.student.name), read from the JSON alone.
+    student_name = Run.objects.values_list("config__student__name", flat=True).get(pk=run_id)
     turns = [[asdict(turn) for turn in d.turns] for d in fresh]
     rows = Dialogue.objects.bulk_create(
         Dialogue(
