@@ -11,6 +11,7 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
+import jinja2
 from csp.constants import NONE, SELF
 
 from webapp.envconfig import (
@@ -117,6 +118,15 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
             ],
         },
+    },
+    # The hot fragments of the transcript list (webapp.core.fragments says why). Jinja2 escapes
+    # every value, as Django does.
+    {
+        "NAME": "jinja2",
+        "BACKEND": "django.template.backends.jinja2.Jinja2",
+        "DIRS": [BASE_DIR / "templates" / "jinja2"],
+        "APP_DIRS": False,
+        "OPTIONS": {"autoescape": True, "undefined": jinja2.StrictUndefined},
     },
 ]
 

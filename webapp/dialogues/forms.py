@@ -20,7 +20,6 @@ from webapp.annotations.models import QueueAssignment
 from webapp.dialogues.filters import DEFAULT_SORT, SORTS, DialogueFilters, IntRange, LabelMatch
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.selectors import queued_for
-from webapp.dialogues.widgets import QuickNumberInput, QuickSelect, QuickTextInput
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
 from webapp.tasks.models import Task, TaskSet
@@ -213,19 +212,16 @@ class DialogueFilterForm(forms.Form):
         required=False,
         max_length=200,
         label="Search turns",
-        widget=QuickTextInput(attrs={"type": "search", "placeholder": "words in any turn"}),
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "words in any turn"}),
     )
-    run = RunChoiceField(
-        queryset=Run.objects.only("pk", "name"), required=False, label="Run", widget=QuickSelect
-    )
+    run = RunChoiceField(queryset=Run.objects.only("pk", "name"), required=False, label="Run")
     task_set = ListedModelChoiceField(
         queryset=TaskSet.objects.only("pk", "name", "version"),
         required=False,
         label="Task set",
-        widget=QuickSelect,
     )
     task = forms.IntegerField(
-        required=False, min_value=1, label="Task id", widget=QuickNumberInput(attrs={"size": 6})
+        required=False, min_value=1, label="Task id", widget=forms.NumberInput(attrs={"size": 6})
     )
     student = ListedModelChoiceField(
         queryset=ModelSpec.objects.filter(Exists(Run.objects.filter(student=OuterRef("pk"))))
@@ -233,32 +229,27 @@ class DialogueFilterForm(forms.Form):
         .order_by("name"),
         required=False,
         label="Student model",
-        widget=QuickSelect,
     )
     outcome = forms.ChoiceField(
         choices=[("", "any"), *Dialogue.Outcome.choices],
         required=False,
         label="Outcome",
-        widget=QuickSelect,
     )
     first_correct = IntRangeField(
         required=False,
         label="First correct turn",
-        widget=QuickTextInput(attrs={"placeholder": "2, 2-4, 3+", "size": 6}),
+        widget=forms.TextInput(attrs={"placeholder": "2, 2-4, 3+", "size": 6}),
     )
     turns = IntRangeField(
         required=False,
         label="Turns",
-        widget=QuickTextInput(attrs={"placeholder": "5, 1-3", "size": 6}),
+        widget=forms.TextInput(attrs={"placeholder": "5, 1-3", "size": 6}),
     )
-    leak = forms.ChoiceField(
-        choices=YES_NO_ANY, required=False, label="Teacher leak flagged", widget=QuickSelect
-    )
+    leak = forms.ChoiceField(choices=YES_NO_ANY, required=False, label="Teacher leak flagged")
     changed = forms.ChoiceField(
         choices=YES_NO_ANY,
         required=False,
         label="Changed its answer after feedback",
-        widget=QuickSelect,
     )
     has = forms.MultipleChoiceField(
         choices=Turn.Kind.choices,
@@ -266,13 +257,11 @@ class DialogueFilterForm(forms.Form):
         label="Has a turn of kind",
         widget=forms.CheckboxSelectMultiple,
     )
-    labelled = forms.ChoiceField(
-        choices=YES_NO_ANY, required=False, label="Labelled", widget=QuickSelect
-    )
+    labelled = forms.ChoiceField(choices=YES_NO_ANY, required=False, label="Labelled")
     label = LabelMatchField(
         required=False,
         label="Label",
-        widget=QuickTextInput(attrs={"placeholder": "helpfulness=5, reveals_answer=yes"}),
+        widget=forms.TextInput(attrs={"placeholder": "helpfulness=5, reveals_answer=yes"}),
     )
     annotator = ListedModelChoiceField(
         queryset=User.objects.filter(
@@ -282,7 +271,6 @@ class DialogueFilterForm(forms.Form):
         .order_by("username"),
         required=False,
         label="Assigned annotator",
-        widget=QuickSelect,
     )
     sort = forms.ChoiceField(
         # The default comes first, so an untouched form submits the order the page shows.
@@ -296,7 +284,6 @@ class DialogueFilterForm(forms.Form):
         ),
         required=False,
         label="Sort by",
-        widget=QuickSelect,
     )
 
     MODEL_SELECTS = ("run", "task_set", "student", "annotator")

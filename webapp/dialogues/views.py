@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
+from django.utils.safestring import SafeString
 from django_htmx.http import push_url
 
 from webapp.accounts.models import User
+from webapp.core.fragments import render_fragment
 from webapp.dialogues import search, selectors
 from webapp.dialogues.filters import DEFAULT_SORT
 from webapp.dialogues.forms import CompareForm, DialogueFilterForm
-from webapp.dialogues.listing import column_heads, list_rows, rows_html
+from webapp.dialogues.listing import column_heads, list_rows
 from webapp.dialogues.models import Dialogue
 from webapp.dialogues.pagination import COUNT_LIMIT, BoundedPaginator, requested_page
 
@@ -48,6 +50,19 @@ def _clean_query(query: QueryDict) -> QueryDict:
     return clean
 
 
+def _filter_controls(form: DialogueFilterForm, *, reader: User) -> SafeString:
+    """The filters' labelled controls; the annotator select only for researchers."""
+    hidden = {"q", "has"} if reader.is_researcher else {"q", "has", "annotator"}
+    return render_fragment(
+        "dialogues/transcript_filters.html",
+        {
+            "search": form["q"],
+            "kinds": form["has"],
+            "fields": [field for field in form if field.name not in hidden],
+        },
+    )
+
+
 def dialogue_list(request: HttpRequest) -> HttpResponse:
     form = DialogueFilterForm.from_query(request.GET, reader=_reader(request))
     filters = form.filters()
@@ -73,7 +88,10 @@ def dialogue_list(request: HttpRequest) -> HttpResponse:
         "run": form.cleaned_data.get("run"),
         "filtered": any(value for name, value in form.cleaned_data.items() if name != "sort"),
         "column_heads": column_heads(query, filters.sort),
-        "rows_html": rows_html(page.object_list, query=row_query.urlencode()),
+        "rows_html": render_fragment(
+            "dialogues/transcript_rows.html",
+            {"rows": page.object_list, "query": row_query.urlencode()},
+        ),
         "row_query": row_query.urlencode(),
         "default_sort": DEFAULT_SORT,
     }
@@ -81,6 +99,7 @@ def dialogue_list(request: HttpRequest) -> HttpResponse:
         response = render(request, "dialogues/dialogue_list.html#rows", context)
         # The address bar shows the short, shareable form of the filters.
         return push_url(response, f"{request.path}?{query.urlencode()}" if query else request.path)
+    context["filter_controls"] = _filter_controls(form, reader=_reader(request))
     return render(request, "dialogues/dialogue_list.html", context)
 
 

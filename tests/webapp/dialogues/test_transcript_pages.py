@@ -243,18 +243,18 @@ def test_model_text_is_sanitized_markdown_with_math(researcher_client: Any, corp
 
 
 def test_list_rows_escape_names_and_prompts(researcher_client: Any) -> None:
-    """The rows and the filter widgets are written in Python: every value is still escaped."""
+    """The rows and the filter controls (Jinja2 fragments) escape every value."""
     task_set = TaskSetFactory()
     task = TaskFactory(task_set=task_set, prompt='<script>bad()</script> "quoted" & more')
     run = make_run("<b>run</b>", task_set, student=StudentFactory(name="<i>student</i>"))
     store(run, task.pk, 0, "a_first", [attempt("3", "3", True)])
     html = researcher_client.get(reverse("dialogue_list"), {"label": '"><b>x'}).content.decode()
     assert "<script>bad" not in html and "<b>run" not in html and "<i>student" not in html
-    assert 'title="&lt;script&gt;bad()&lt;/script&gt; &quot;quoted&quot; &amp; more"' in html
+    # Jinja2 writes a double quote as &#34; where Django writes &quot;.
+    assert 'title="&lt;script&gt;bad()&lt;/script&gt; &#34;quoted&#34; &amp; more"' in html
     assert "&lt;b&gt;run&lt;/b&gt;</a>" in html and "&lt;i&gt;student&lt;/i&gt;" in html
-    # The filter form's widgets are written in Python too (widgets.py).
     assert f"#{run.pk} &lt;b&gt;run&lt;/b&gt;</option>" in html
-    assert 'value="&quot;&gt;&lt;b&gt;x"' in html and '"><b>x' not in html
+    assert 'value="&#34;&gt;&lt;b&gt;x"' in html and '"><b>x' not in html
 
 
 def test_dialogue_page_shows_verdicts_private_context_and_compare_links(
@@ -272,6 +272,23 @@ def test_dialogue_page_shows_verdicts_private_context_and_compare_links(
         f"&amp;right_run={corpus['run_b'].pk}&amp;sample=1"
     )
     assert compare in html
+
+
+def test_list_rows_link_to_their_dialogues(researcher_client: Any, corpus: Any) -> None:
+    """Rows link relatively ("<pk>/?<the list's query>"), which resolves to the dialogue page
+    from the list's address with or without a query."""
+    from urllib.parse import urljoin
+
+    list_url = reverse("dialogue_list")
+    html = researcher_client.get(list_url, {"run": corpus["run_a"].pk}).content.decode()
+    hrefs = re.findall(r'<tr><td><a href="([^"]+)">#(\d+)</a>', html)
+    assert hrefs
+    for href, pk in hrefs:
+        for page in (list_url, f"{list_url}?run={corpus['run_a'].pk}"):
+            target = urljoin(f"http://testserver{page}", href.replace("&amp;", "&"))
+            assert target.startswith(f"http://testserver{reverse('dialogue_detail', args=[pk])}?")
+    opened = researcher_client.get(urljoin(list_url, hrefs[0][0].replace("&amp;", "&")))
+    assert opened.status_code == 200 and opened.context["dialogue"].pk == int(hrefs[0][1])
 
 
 def test_dialogue_page_walks_the_list_it_came_from(researcher_client: Any, corpus: Any) -> None:
