@@ -58,9 +58,10 @@ from models_gpu import classify, leak
 from models_gpu.backends.scripted import ScriptedGenerator
 from models_gpu.backends.shard_revealer import shard_revealer_reply
 from models_gpu.classify import StudentTurnKind
+from models_gpu.conversation import CRITIQUE_INSTRUCTION_KEY, student_messages
 from models_gpu.leak import LeakReference
 from models_gpu.spec.protocol import ProtocolSpec, protocol_problems
-from models_gpu.spec.templates import render_template, resolve_templates
+from models_gpu.spec.templates import render_for_dialogue, resolve_templates
 from models_gpu.types import (
     DialogueJob,
     DialogueResult,
@@ -77,7 +78,6 @@ from models_gpu.types import (
 )
 from models_gpu.verifiers import verify
 
-CRITIQUE_INSTRUCTION_KEY = "critique_instruction"
 SpeakerRole = Literal["student", "teacher", "user_simulator", "judge"]
 
 
@@ -139,23 +139,24 @@ class _Dialogue:
         return len(self.task.shards)
 
     def template(self, name: str) -> str:
-        values = {"max_turns": self.max_turns, "shards_total": self.shards_total or ""}
-        return render_template(self.templates[name], values)
+        return render_for_dialogue(
+            self.templates, name, max_turns=self.max_turns, shards_total=self.shards_total
+        )
 
     # --- What each speaker sees ---------------------------------------------------------------
 
     def student_request(self, *, sharded: bool, instruction: str = "") -> GenerationRequest:
-        """The public conversation, the student's replies as "assistant". ``instruction`` is
-        appended as a last user message for this call only (the critique request)."""
-        messages = self._system("student_system")
-        if not sharded:
-            messages.append(Message("user", self.task.prompt))
-        for turn in self.turns:
-            speaks_as_student = turn.role == "student" and not _is_critique(turn)
-            messages.append(Message("assistant" if speaks_as_student else "user", turn.text))
-        if instruction:
-            messages.append(Message("user", instruction))
-        return GenerationRequest(messages=tuple(messages), seed=self.job.seed)
+        """The student's view (``models_gpu.conversation``, shared with training): the public
+        conversation, the student's replies as "assistant". ``instruction`` is appended as a
+        last user message for this call only (the critique request)."""
+        messages = student_messages(
+            system=self.template("student_system"),
+            task_prompt=self.task.prompt,
+            sharded=sharded,
+            turns=self.turns,
+            instruction=instruction,
+        )
+        return GenerationRequest(messages=messages, seed=self.job.seed)
 
     def teacher_request(self, protocol: ProtocolSpec) -> GenerationRequest:
         # The teacher posed the task, so from its side the task and its feedback are its own
@@ -241,10 +242,6 @@ class _Dialogue:
             first_correct_turn=self.first_correct_turn,
             end_reason=self.end_reason,
         )
-
-
-def _is_critique(turn: TurnRecord) -> bool:
-    return turn.role == "student" and CRITIQUE_INSTRUCTION_KEY in turn.private_context
 
 
 def default_user_simulator() -> Generator:

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "webapp.runs",
     "webapp.dialogues",
     "webapp.annotations",
+    "webapp.training",
     "webapp.demo",
     # Management commands that need model code (generators, verifiers) live with the workers.
     "workers",
@@ -201,6 +202,12 @@ STATICFILES_FINDERS = [
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# Training data and checkpoints: on storage that the web server and the training workers share
+# (a dataset snapshot is written by the web process at launch and read by the worker; a trained
+# checkpoint is written by the worker and read by evaluation workers).
+DIALAB_DATASETS_DIR = DATA_DIR / "datasets"
+DIALAB_TRAINING_DIR = DATA_DIR / "training"
+
 MEDIA_ROOT = DATA_DIR / "media"
 MEDIA_URL = "media/"  # never served: uploads are read by workers, not downloaded
 # Largest accepted task upload; bigger files are refused before anything is imported.
@@ -244,6 +251,7 @@ CELERY_TASK_QUEUES = {"default": {}, "gpu": {}}
 CELERY_TASK_ROUTES = {
     # Generation and training need the model host; everything else is light CPU work.
     "workers.tasks.run_evaluation": {"queue": "gpu"},
+    "workers.tasks.run_training": {"queue": "gpu"},
     # Imports, generation and verification stay on the default (CPU) queue.
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

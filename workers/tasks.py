@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 
 from celery import Task
 
@@ -12,25 +13,38 @@ from webapp.celery import app
 @app.task(name="workers.tasks.run_evaluation", bind=True)
 def run_evaluation(self: Task, run_id: int) -> None:
     # Imported here so that loading this module (which the worker does at start) stays cheap.
-    from webapp.core.database import DATABASE_LOST
     from workers.evaluation import execute_evaluation
+
+    _execute_run(self, run_id, execute_evaluation)
+
+
+@app.task(name="workers.tasks.run_training", bind=True)
+def run_training(self: Task, run_id: int) -> None:
+    from workers.training import execute_training
+
+    _execute_run(self, run_id, execute_training)
+
+
+def _execute_run(task: Task, run_id: int, execute: Callable[..., bool]) -> None:
+    """Claim and play a run with ``execute`` (``execute_evaluation`` or ``execute_training``)."""
+    from webapp.core.database import DATABASE_LOST
     from workers.recovery import check_again_later, resume_after_database_loss
 
     try:
-        played = execute_evaluation(
+        played = execute(
             run_id,
-            worker=self.request.hostname or socket.gethostname(),
-            background_heartbeat=not self.request.is_eager,
+            worker=task.request.hostname or socket.gethostname(),
+            background_heartbeat=not task.request.is_eager,
         )
     except DATABASE_LOST:
         resume_after_database_loss(f"run {run_id}")
         return
-    if not played and not self.request.is_eager:
+    if not played and not task.request.is_eager:
         # A message for a run that is running: a duplicate, or the job of a worker process that
         # died a moment ago (a prefork child killed by the OOM killer comes back here through
         # task_reject_on_worker_lost). Look again once a dead worker's heartbeat would be stale.
         # On the queue this job came from: a worker that plays these runs is listening there.
-        check_again_later(run_id, queue=(self.request.delivery_info or {}).get("routing_key"))
+        check_again_later(run_id, queue=(task.request.delivery_info or {}).get("routing_key"))
 
 
 @app.task(name="workers.tasks.verify_probe")

@@ -96,3 +96,13 @@ def resolve_templates(overrides: Mapping[str, str]) -> dict[str, str]:
 def render_template(text: str, values: Mapping[str, object]) -> str:
     """``text`` with each known ``{placeholder}`` replaced; anything else in braces is kept."""
     return _PLACEHOLDER.sub(lambda match: str(values.get(match[1], "")), text)
+
+
+def render_for_dialogue(
+    templates: Mapping[str, str], name: str, *, max_turns: int, shards_total: int
+) -> str:
+    """Template ``name`` as a dialogue shows it: ``{max_turns}`` is the protocol's limit and
+    ``{shards_total}`` the task's number of shards (empty for a task without shards). The engine
+    renders its prompts with this, and training rebuilds what the student saw with it."""
+    values = {"max_turns": max_turns, "shards_total": shards_total or ""}
+    return render_template(resolve_templates(templates)[name], values)

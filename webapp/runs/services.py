@@ -35,7 +35,11 @@ from webapp.tasks.models import TaskSet
 
 logger = logging.getLogger(__name__)
 
-EVALUATION_TASK = "workers.tasks.run_evaluation"
+# The worker task that plays each kind of run (on the gpu queue: settings.CELERY_TASK_ROUTES).
+RUN_TASKS = {
+    Run.Kind.EVAL: "workers.tasks.run_evaluation",
+    Run.Kind.TRAIN: "workers.tasks.run_training",
+}
 # A run whose worker stopped this many times while playing it is failed rather than resumed
 # again: the same run killing its worker over and over (say, out of memory) is not a hiccup.
 MAX_RUN_ATTEMPTS = 3
@@ -168,31 +172,40 @@ def evaluation_run_create(
         batch_size=batch_size,
         seed=seed,
     )
+    return evaluation_run_from_config(name=name, config=config, created_by=created_by)
+
+
+@transaction.atomic
+def evaluation_run_from_config(*, name: str, config: RunConfig, created_by: User | None) -> Run:
+    """Create a queued evaluation run of a configuration already checked (by
+    ``evaluation_config``, or frozen at a training launch) and dispatch it after commit."""
+    roles = config.roles()
+    models = {
+        role: ModelSpec.objects.get(pk=spec.id) if spec is not None and spec.id else None
+        for role, spec in roles.items()
+    }
     run = Run.objects.create(
         name=name,
         kind=Run.Kind.EVAL,
-        task_set=task_set,
-        protocol=protocol,
-        student=student,
-        teacher=teacher,
-        user_simulator=user_simulator,
-        judge=judge,
+        task_set_id=config.task_set.id,
+        protocol_id=config.protocol.id,
+        **models,
         config=config.to_json(),
         config_hash=config.config_hash(),
         progress_total=config.task_set.task_count * config.samples_per_task,
         created_by=created_by,
     )
-    run_dispatch_on_commit(run_id=run.pk)
+    run_dispatch_on_commit(run_id=run.pk, kind=run.kind)
     return run
 
 
-def run_dispatch_on_commit(*, run_id: int) -> None:
+def run_dispatch_on_commit(*, run_id: int, kind: str) -> None:
     """Send the run's job after the transaction commits, and record that it reached the broker.
 
     A run still queued with no ``dispatched_at`` was never sent (the web process died between
     the commit and the send, or the broker was down); ``runs_recover`` sends it again.
     """
-    enqueue_on_commit(EVALUATION_TASK, run_id, on_sent=partial(_mark_dispatched, run_id))
+    enqueue_on_commit(RUN_TASKS[kind], run_id, on_sent=partial(_mark_dispatched, run_id))
 
 
 def _mark_dispatched(run_id: int) -> None:
@@ -252,8 +265,11 @@ def run_finish(
         run.status = status
         run.error = error
         run.finished_at = timezone.now()
-        run.progress_done = Dialogue.objects.filter(run_id=run_id).count()
-        run.save(update_fields=["accounting", "status", "error", "finished_at", "progress_done"])
+        updated = ["accounting", "status", "error", "finished_at"]
+        if run.kind == Run.Kind.EVAL:  # a training run's progress is its optimizer steps
+            run.progress_done = Dialogue.objects.filter(run_id=run_id).count()
+            updated.append("progress_done")
+        run.save(update_fields=updated)
 
 
 @dataclass
@@ -272,7 +288,7 @@ def runs_recover(
     all_queued: bool = False,
     max_attempts: int = MAX_RUN_ATTEMPTS,
 ) -> Recovery:
-    """Send again the evaluation runs that no worker will otherwise play.
+    """Send again the evaluation and training runs that no worker will otherwise play.
 
     - queued runs that never reached the broker (``dispatched_at`` empty), or with
       ``all_queued`` every queued run (after a broker lost its messages: Redis keeps none on
@@ -283,13 +299,13 @@ def runs_recover(
       and one whose cancel was asked for is closed as cancelled, keeping its dialogues.
     """
     recovery = Recovery()
-    evaluations = Run.objects.filter(kind=Run.Kind.EVAL)
-    queued = evaluations.filter(status=Run.Status.QUEUED, cancel_requested=False)
+    played = Run.objects.filter(kind__in=RUN_TASKS)
+    queued = played.filter(status=Run.Status.QUEUED, cancel_requested=False)
     if not all_queued:
         queued = queued.filter(dispatched_at__isnull=True)
     recovery.dispatched.extend(queued.values_list("pk", flat=True))
 
-    running = evaluations.filter(status=Run.Status.RUNNING)
+    running = played.filter(status=Run.Status.RUNNING)
     stale = running.filter(Q(heartbeat_at__lt=Now() - stale_after) | Q(heartbeat_at__isnull=True))
     for run_id, attempts, cancel_requested in stale.values_list(
         "pk", "attempts", "cancel_requested"
@@ -306,8 +322,9 @@ def runs_recover(
                 recovery.failed.append(run_id)
         else:
             recovery.dispatched.append(run_id)
+    kinds = dict(played.filter(pk__in=recovery.dispatched).values_list("pk", "kind"))
     for run_id in recovery.dispatched:
-        run_dispatch_on_commit(run_id=run_id)  # outside a transaction: sends at once
+        run_dispatch_on_commit(run_id=run_id, kind=kinds[run_id])  # sends at once
     recovery.next_check_in = _time_until_stale(running, stale_after)
     if recovery.dispatched or recovery.failed or recovery.cancelled:
         logger.info(

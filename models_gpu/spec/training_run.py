@@ -1,0 +1,141 @@
+"""A training run's configuration: frozen at launch, stored as JSON with its hash, the only thing
+the training worker reads (as ``spec.run.RunConfig`` is for an evaluation).
+
+It names the base model, the dataset snapshot (a file of ``TrainingDialogue`` lines and its
+sha256: what the run trains on, even if the runs it came from are deleted), the hyperparameters
+(``spec.training.TrainingConfig``) and the held-out evaluation that follows: a ``RunConfig``
+whose student is the base model. When training ends, the same configuration with the trained
+model as the student evaluates it, and the base's evaluation is the one with exactly this
+configuration (reused when it exists).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from models_gpu.spec.backends import backend_problems
+from models_gpu.spec.run import RoleSpec, RunConfig, run_config_problems
+from models_gpu.spec.settings import Problem
+from models_gpu.spec.training import TrainingConfig
+
+TRAINING_RUN_SCHEMA = 1
+# Backends whose location is a checkpoint directory that training can start from.
+TRAINABLE_BACKENDS = ("transformers", "vllm")
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """A frozen dataset snapshot: its file (one ``TrainingDialogue`` JSON per line), how many
+    dialogues it holds, and the sha256 of its bytes."""
+
+    id: int
+    name: str
+    dialogues: int
+    sha256: str
+    path: str
+
+
+@dataclass(frozen=True)
+class TrainingRunConfig:
+    base: RoleSpec
+    dataset: DatasetRef
+    training: TrainingConfig
+    evaluation: RunConfig | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": TRAINING_RUN_SCHEMA,
+            "base": asdict(self.base),
+            "dataset": asdict(self.dataset),
+            "training": self.training.to_json(),
+            "evaluation": self.evaluation.to_json() if self.evaluation else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TrainingRunConfig:
+        """Strict: a key missing or unknown anywhere is a ValueError naming it."""
+        data = dict(data)
+        schema = data.pop("schema", None)
+        if schema != TRAINING_RUN_SCHEMA:
+            raise ValueError(
+                f"training run configuration schema {schema!r}; this code reads "
+                f"{TRAINING_RUN_SCHEMA}"
+            )
+        _require_keys(cls, data, "training run configuration")
+        evaluation = data["evaluation"]
+        return cls(
+            base=RoleSpec(**_require_keys(RoleSpec, data["base"], "base")),
+            dataset=DatasetRef(**_require_keys(DatasetRef, data["dataset"], "dataset")),
+            training=TrainingConfig.from_json(data["training"]),
+            evaluation=RunConfig.from_json(evaluation) if evaluation is not None else None,
+        )
+
+    def config_hash(self) -> str:
+        canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def trained_evaluation(self, trained: RoleSpec) -> RunConfig | None:
+        """The held-out evaluation with ``trained`` as the student."""
+        return replace(self.evaluation, student=trained) if self.evaluation else None
+
+
+def _require_keys(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    missing, unknown = sorted(names - set(data)), sorted(set(data) - names)
+    if missing or unknown:
+        raise ValueError(f"{what}: missing keys {missing}, unknown keys {unknown}")
+    return dict(data)
+
+
+def checkpoint_problems(location: str) -> list[Problem]:
+    """Why the checkpoint directory ``location`` cannot be a base to train from (read where
+    this runs: the web server and the training workers share the models' storage)."""
+    if not os.path.isdir(location):
+        return [Problem("base_model", f"{location} is not a directory here.")]
+    if not os.path.isfile(os.path.join(location, "config.json")):
+        return [
+            Problem(
+                "base_model",
+                f"{location} holds no config.json: not a Hugging Face checkpoint directory.",
+            )
+        ]
+    tokenizer_files = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+    if not any(os.path.isfile(os.path.join(location, name)) for name in tokenizer_files):
+        return [Problem("base_model", f"{location} holds no tokenizer files.")]
+    return []
+
+
+def training_run_problems(config: TrainingRunConfig) -> list[Problem]:
+    """Every reason ``config`` cannot run, each with the field it is about (empty: none)."""
+    base = config.base
+    problems = []
+    if base.backend not in TRAINABLE_BACKENDS:
+        problems.append(
+            Problem(
+                "base_model",
+                f"{base.name or base.backend} uses the {base.backend} backend: training starts "
+                f"from a local checkpoint ({' or '.join(TRAINABLE_BACKENDS)} backend).",
+            )
+        )
+    else:
+        problems += [
+            Problem("base_model", f"{base.name}: {problem.message}")
+            for problem in backend_problems(base.backend, base.location, base.params)
+            + checkpoint_problems(base.location)
+        ]
+    if config.dataset.dialogues < 1:
+        problems.append(
+            Problem("dataset", "No dialogue matches this selection: there is nothing to train on.")
+        )
+    problems += config.training.problems()
+    if config.evaluation is not None:
+        problems += [
+            Problem(f"evaluation_{problem.field}", problem.message)
+            for problem in run_config_problems(config.evaluation)
+        ]
+    return problems

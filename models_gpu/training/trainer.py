@@ -1,0 +1,509 @@
+"""Fine-tune a student on stored dialogues: TRL's ``SFTTrainer`` on Dialab's own masks.
+
+``train`` encodes the dialogues (``encode``: one example per dialogue, the method's layout and
+mask, cut to ``max_length``), writes them to an Arrow dataset on disk as they stream in (never
+all in memory), and hands TRL pre-tokenized ``input_ids`` + ``labels`` rows, which it uses as
+they are (``skip_prepare_dataset``: no re-tokenizing, no re-masking, no truncation). Every TRL
+and transformers default that changes a result is set from the configuration (see ``_arguments``;
+TRL turns on bfloat16 and gradient checkpointing by default, even on CPU).
+
+Where things go, under ``output_dir``:
+    training_job.json   the configuration, its hash and the base model: a later call with
+                        another configuration or base refuses to resume here (ValueError).
+    dataset/            the encoded examples (Arrow) and dataset_stats.json; written once,
+                        reused when resuming, so a resumed run trains on the very same rows.
+    checkpoint-N/       resumable checkpoints (weights or LoRA adapter, optimizer, scheduler,
+                        random states, step), every ``save_steps`` steps and when cancelled; the
+                        newest ``keep_checkpoints`` are kept. A LoRA checkpoint holds only the
+                        adapter (merge it with ``peft.AutoPeftModelForCausalLM``).
+    final/              the trained model as a plain Hugging Face checkpoint (LoRA merged into
+                        the weights), its tokenizer, and dialab_training.json (configuration,
+                        base model, summary). Written only when training completes, under a
+                        temporary name renamed at the end, so its presence means complete.
+
+Resume: when ``output_dir`` holds ``checkpoint-*`` directories, training continues from the
+newest (transformers restores weights, optimizer, scheduler and random states, and skips the
+batches of the current epoch already trained; the sampler's order is seeded per epoch), so a run
+stopped at step k and resumed ends like an uninterrupted run (the tests check the data order and
+the final weights).
+
+Cancel: ``should_stop()`` is asked after every optimizer step; when it says yes, a checkpoint is
+saved and training stops (``TrainResult.stopped``; no ``final/``); a later call resumes.
+A call on an ``output_dir`` whose ``final/`` exists trains nothing and returns the stored result
+(a worker that runs a finished job again, e.g. after a redelivery, costs nothing).
+
+Device and precision (``models_gpu.devices``): "auto" trains on CUDA when there is one. Precision
+"auto" is bfloat16 mixed precision where the hardware has bfloat16 (CUDA, or a CPU with
+AVX512-BF16 / AMX), else float32; "bfloat16" is mixed precision too (float32 master weights),
+except that LoRA then loads the frozen base in bfloat16. "cuda:N" makes GPU N this process's
+current CUDA device. On CPU, torch uses ``devices.training_threads()`` threads while training.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from models_gpu.devices import resolve_device, training_autocast, training_threads
+from models_gpu.spec.training import TrainingConfig, TrainingConfigError, TrainingDialogue
+from models_gpu.training.encode import encode_for_config
+from models_gpu.training.qpriming import QuestionWriter
+
+if TYPE_CHECKING:
+    import torch
+
+FINAL_DIR = "final"
+DATASET_DIR = "dataset"
+JOB_FILE = "training_job.json"
+STATS_FILE = "dataset_stats.json"
+METADATA_FILE = "dialab_training.json"
+CHECKPOINT_PREFIX = "checkpoint-"
+MAX_GRAD_NORM = 1.0
+
+LogCallback = Callable[[dict[str, Any]], None]
+"""``on_log(entry)``: entry has step, total_steps, epoch, loss, learning_rate, grad_norm,
+tokens_per_second (input tokens, padding excluded, since the previous entry)."""
+Examples = Iterable[TrainingDialogue] | Callable[[], Iterable[TrainingDialogue]]
+
+
+@dataclass(frozen=True)
+class DatasetStats:
+    """What the encoded dataset holds: ``dialogues`` read, ``examples`` kept, ``skipped``
+    (no trained token left after truncation), ``truncated`` (cut to max_length, kept),
+    ``trained_tokens`` and ``tokens`` over the kept examples (one epoch)."""
+
+    dialogues: int = 0
+    examples: int = 0
+    skipped: int = 0
+    truncated: int = 0
+    trained_tokens: int = 0
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """How a ``train`` call ended.
+
+    final_dir: the trained model (None when stopped before the end).
+    stopped: ``should_stop`` cut training short (resume by calling ``train`` again).
+    resumed_from: the checkpoint this call started from, or None.
+    global_step / total_steps: optimizer steps taken (across resumes) and planned.
+    epoch: epochs done (fractional).
+    dataset: the encoded examples (``DatasetStats``); trained tokens are per epoch.
+    loss_history: (step, loss) of every logged step, across resumes.
+    loss_first / loss_last: the first and last logged loss (None when nothing was logged).
+    wall_seconds: this call's time, encoding included.
+    """
+
+    final_dir: str | None
+    stopped: bool
+    resumed_from: str | None
+    global_step: int
+    total_steps: int
+    epoch: float
+    dataset: DatasetStats
+    loss_history: tuple[tuple[int, float], ...]
+    loss_first: float | None
+    loss_last: float | None
+    wall_seconds: float
+
+
+def train(
+    config: TrainingConfig,
+    *,
+    base_model: str | Path,
+    examples: Examples,
+    output_dir: str | Path,
+    on_log: LogCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    write_question: QuestionWriter | None = None,
+) -> TrainResult:
+    """Fine-tune the checkpoint in ``base_model`` (a local directory) on ``examples`` under
+    ``config``; see the module docstring for what goes where, resuming and cancelling.
+
+    examples: the dialogues, or a function returning them (called only when the dataset is not
+        on disk yet, so a resumed run does not read them again); they are streamed to disk.
+    write_question: Q-priming's question writer (default: the configuration's template).
+    Raises ``TrainingConfigError`` for a bad configuration, ``ChatTemplateError`` when the
+    model's chat template cannot express the method's layout, ValueError when ``output_dir``
+    belongs to another configuration or when no dialogue leaves a token to train.
+    """
+    problems = config.problems()
+    if problems:
+        raise TrainingConfigError(problems)
+    started = time.perf_counter()
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _claim(out, config, str(base_model))
+    finished = _finished(out, started)
+    if finished is not None:
+        return finished
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, set_seed
+    from trl.trainer.sft_trainer import SFTTrainer
+
+    device = resolve_device(config.device)
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device.index)
+    bf16 = _bf16(config.precision, device)
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    dataset, stats = _dataset(out, tokenizer, config, examples, write_question)
+    resume = _last_checkpoint(out)
+
+    set_seed(config.seed)  # before the model exists: LoRA's initialisation draws from it
+    lora = config.finetuning == "lora"
+    dtype = torch.bfloat16 if lora and bf16 else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=dtype)
+    progress = _progress_callback(on_log)
+    stopper = _stop_callback(should_stop or (lambda: False))
+    trainer = SFTTrainer(
+        model=model,
+        args=_arguments(config, out, device, bf16),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=_lora_config(config) if lora else None,
+        callbacks=[progress, stopper],
+    )
+    trainer.remove_callback(PrinterCallback)  # on_log reports; nothing is printed
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(training_threads())
+    try:
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    finally:
+        torch.set_num_threads(threads)
+
+    state = trainer.state
+    stopped = bool(stopper.stopped) and state.global_step < state.max_steps
+    losses = tuple(
+        (int(entry["step"]), float(entry["loss"]))
+        for entry in state.log_history
+        if "loss" in entry and "step" in entry
+    )
+    result = TrainResult(
+        final_dir=None,
+        stopped=stopped,
+        resumed_from=str(resume) if resume else None,
+        global_step=state.global_step,
+        total_steps=state.max_steps,
+        epoch=float(state.epoch or 0.0),
+        dataset=stats,
+        loss_history=losses,
+        loss_first=losses[0][1] if losses else None,
+        loss_last=losses[-1][1] if losses else None,
+        wall_seconds=0.0,
+    )
+    if not stopped:
+        final = _save_final(trainer, tokenizer, out, config, str(base_model), result, lora)
+        result = _with(result, final_dir=str(final))
+    return _with(result, wall_seconds=round(time.perf_counter() - started, 3))
+
+
+def _with(result: TrainResult, **changes: Any) -> TrainResult:
+    return TrainResult(**{**asdict(result), "dataset": result.dataset, **changes})
+
+
+def _finished(out: Path, started: float) -> TrainResult | None:
+    """The result of the run that already completed in ``out``, or None."""
+    path = out / FINAL_DIR / METADATA_FILE
+    if not path.exists():
+        return None
+    stored = json.loads(path.read_text())["result"]
+    losses = tuple((int(step), float(loss)) for step, loss in stored["loss_history"])
+    return TrainResult(
+        **{
+            **stored,
+            "dataset": DatasetStats(**stored["dataset"]),
+            "loss_history": losses,
+            "wall_seconds": round(time.perf_counter() - started, 3),
+        }
+    )
+
+
+def _bf16(precision: str, device: torch.device) -> bool:
+    import torch
+
+    if precision == "auto":
+        return training_autocast(device) == torch.bfloat16
+    return precision == "bfloat16"
+
+
+def _claim(out: Path, config: TrainingConfig, base_model: str) -> None:
+    """Record which training ``out`` belongs to, or check that it is this one."""
+    job = {
+        "config": config.to_json(),
+        "config_hash": config.config_hash(),
+        "base_model": base_model,
+    }
+    path = out / JOB_FILE
+    if path.exists():
+        stored = json.loads(path.read_text())
+        if (
+            stored.get("config_hash") != job["config_hash"]
+            or stored.get("base_model") != base_model
+        ):
+            raise ValueError(
+                f"{out} holds a training run of another configuration or base model "
+                f"(hash {stored.get('config_hash')}, base {stored.get('base_model')}): "
+                "use a new output directory"
+            )
+        return
+    path.write_text(json.dumps(job, indent=2, sort_keys=True) + "\n")
+
+
+def _dataset(
+    out: Path,
+    tokenizer: Any,
+    config: TrainingConfig,
+    examples: Examples,
+    write_question: QuestionWriter | None,
+) -> tuple[Any, DatasetStats]:
+    """The encoded examples on disk (built now, or as an earlier call left them)."""
+    from datasets import (  # type: ignore[import-untyped]
+        Dataset,
+        Features,
+        List,
+        Value,
+        load_from_disk,
+    )
+
+    target = out / DATASET_DIR
+    if not (target / STATS_FILE).exists():
+        counts = {field: 0 for field in DatasetStats.__dataclass_fields__}
+
+        def rows() -> Iterable[dict[str, Any]]:
+            for dialogue in examples() if callable(examples) else examples:
+                counts["dialogues"] += 1
+                encoded = encode_for_config(
+                    tokenizer, dialogue, config, write_question=write_question
+                )
+                if encoded.trained_tokens == 0:
+                    counts["skipped"] += 1
+                    continue
+                counts["examples"] += 1
+                counts["truncated"] += encoded.truncated
+                counts["trained_tokens"] += encoded.trained_tokens
+                counts["tokens"] += len(encoded.input_ids)
+                yield {
+                    "dialogue_id": dialogue.dialogue_id,
+                    "input_ids": encoded.input_ids,
+                    "labels": encoded.labels,
+                    "trained_tokens": encoded.trained_tokens,
+                    "truncated": encoded.truncated,
+                }
+
+        features = Features(
+            {
+                "dialogue_id": Value("int64"),
+                "input_ids": List(Value("int32")),
+                "labels": List(Value("int32")),
+                "trained_tokens": Value("int32"),
+                "truncated": Value("bool"),
+            }
+        )
+        scratch = out / f".dataset-{uuid.uuid4().hex}"
+        building = out / f"{DATASET_DIR}.partial"
+        try:
+            try:
+                # A fresh fingerprint: the generator is not hashed, no stale cache is reused.
+                built = Dataset.from_generator(
+                    rows, features=features, cache_dir=str(scratch), fingerprint=uuid.uuid4().hex
+                )
+            except Exception:
+                if counts["examples"] == 0:  # datasets refuses an empty split
+                    raise _nothing_to_train(counts["dialogues"], config) from None
+                raise
+            if counts["examples"] == 0:
+                raise _nothing_to_train(counts["dialogues"], config)
+            shutil.rmtree(building, ignore_errors=True)
+            built.save_to_disk(str(building))
+            stats = DatasetStats(**counts)
+            (building / STATS_FILE).write_text(json.dumps(asdict(stats), indent=2) + "\n")
+            shutil.rmtree(target, ignore_errors=True)
+            building.rename(target)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    stats = DatasetStats(**json.loads((target / STATS_FILE).read_text()))
+    return load_from_disk(str(target)), stats
+
+
+def _nothing_to_train(dialogues: int, config: TrainingConfig) -> ValueError:
+    return ValueError(
+        f"none of the {dialogues} dialogue(s) has a token to train for the {config.method} "
+        f"method (within max_length {config.max_length})"
+    )
+
+
+def _last_checkpoint(out: Path) -> Path | None:
+    steps = [
+        (int(path.name.removeprefix(CHECKPOINT_PREFIX)), path)
+        for path in out.glob(f"{CHECKPOINT_PREFIX}*")
+        if path.is_dir() and path.name.removeprefix(CHECKPOINT_PREFIX).isdigit()
+    ]
+    return max(steps)[1] if steps else None
+
+
+def _arguments(config: TrainingConfig, out: Path, device: torch.device, bf16: bool) -> Any:
+    from trl.trainer.sft_config import SFTConfig
+
+    return SFTConfig(
+        output_dir=str(out),
+        # What is trained, and how long.
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps or -1,
+        per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        # The optimizer and the schedule.
+        optim="adamw_torch_fused" if device.type == "cuda" else "adamw_torch",
+        learning_rate=config.learning_rate,
+        lr_scheduler_type=config.lr_scheduler,
+        warmup_steps=config.warmup_ratio,  # a float below 1: a share of the steps
+        weight_decay=config.weight_decay,
+        max_grad_norm=MAX_GRAD_NORM,
+        # Precision, device, memory (TRL defaults bf16 and gradient checkpointing to on).
+        bf16=bf16,
+        fp16=False,
+        use_cpu=device.type == "cpu",
+        gradient_checkpointing=config.gradient_checkpointing,
+        activation_offloading=False,
+        # Seeds: initialisation, dropout, the data order.
+        seed=config.seed,
+        data_seed=config.seed,
+        train_sampling_strategy="random",
+        # The data: Dialab's pre-tokenized rows as they are, one dialogue per row.
+        dataset_kwargs={"skip_prepare_dataset": True},
+        max_length=config.max_length,
+        packing=False,
+        padding_free=False,
+        pad_to_multiple_of=None,
+        completion_only_loss=None,
+        assistant_only_loss=False,
+        loss_type="nll",
+        shuffle_dataset=False,
+        remove_unused_columns=True,
+        dataloader_num_workers=0,
+        dataloader_drop_last=False,
+        # Checkpoints and logs.
+        save_strategy="steps",
+        save_steps=config.save_steps,
+        save_total_limit=config.keep_checkpoints,
+        save_only_model=False,
+        logging_strategy="steps",
+        logging_steps=config.logging_steps,
+        include_num_input_tokens_seen="non_padding",
+        report_to="none",
+        disable_tqdm=True,
+    )
+
+
+def _lora_config(config: TrainingConfig) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
+
+
+def _progress_callback(on_log: LogCallback | None) -> Any:
+    from transformers import TrainerCallback
+
+    class Progress(TrainerCallback):  # type: ignore[misc]
+        """Passes each training log to ``on_log`` with the step and the throughput."""
+
+        def __init__(self) -> None:
+            self.since = time.perf_counter()
+            self.tokens = 0
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.since, self.tokens = time.perf_counter(), int(state.num_input_tokens_seen)
+
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any
+        ) -> None:
+            if on_log is None or not logs or "loss" not in logs:
+                return
+            now, tokens = time.perf_counter(), int(state.num_input_tokens_seen)
+            elapsed = now - self.since
+            speed = (tokens - self.tokens) / elapsed if elapsed > 0 else None
+            self.since, self.tokens = now, tokens
+            on_log(
+                {
+                    "step": state.global_step,
+                    "total_steps": state.max_steps,
+                    "epoch": logs.get("epoch", state.epoch),
+                    "loss": logs["loss"],
+                    "learning_rate": logs.get("learning_rate"),
+                    "grad_norm": logs.get("grad_norm"),
+                    "tokens_per_second": speed,
+                }
+            )
+
+    return Progress()
+
+
+def _stop_callback(should_stop: Callable[[], bool]) -> Any:
+    from transformers import TrainerCallback
+
+    class Stop(TrainerCallback):  # type: ignore[misc]
+        """Asks ``should_stop`` after every optimizer step; stops with a checkpoint saved."""
+
+        stopped = False
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+            if should_stop():
+                self.stopped = True
+                control.should_training_stop = True
+                control.should_save = True
+            return control
+
+    return Stop()
+
+
+def _save_final(
+    trainer: Any,
+    tokenizer: Any,
+    out: Path,
+    config: TrainingConfig,
+    base_model: str,
+    result: TrainResult,
+    lora: bool,
+) -> Path:
+    """Write the trained model to ``out/final`` (through a temporary directory)."""
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if lora:
+        model = model.merge_and_unload()
+    if getattr(model.config, "use_cache", None) is False:
+        model.config.use_cache = True  # switched off for gradient checkpointing; on for inference
+    final, partial = out / FINAL_DIR, out / f"{FINAL_DIR}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    model.save_pretrained(str(partial))
+    tokenizer.save_pretrained(str(partial))
+    summary = {
+        "what": "A Dialab student fine-tuned on stored dialogues (models_gpu.training).",
+        "base_model": base_model,
+        "config": config.to_json(),
+        "config_hash": config.config_hash(),
+        "global_step": result.global_step,
+        "epoch": result.epoch,
+        "dataset": asdict(result.dataset),
+        "loss_first": result.loss_first,
+        "loss_last": result.loss_last,
+        "result": {**asdict(result), "final_dir": str(final)},
+    }
+    (partial / METADATA_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    shutil.rmtree(final, ignore_errors=True)
+    partial.rename(final)
+    return final

@@ -1,0 +1,101 @@
+"""Reading training data out of the transcript tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+
+from models_gpu.spec.results import TurnRow
+from models_gpu.spec.run import RunConfig
+from models_gpu.spec.templates import render_for_dialogue
+from models_gpu.spec.training import TrainingDialogue
+from webapp.accounts.models import User
+from webapp.dialogues import search, selectors
+from webapp.dialogues.filters import DialogueFilters
+from webapp.dialogues.models import Dialogue, Turn
+from webapp.runs.models import Run
+
+# Dialogues read per query while a snapshot is written: memory stays flat however many match.
+CHUNK = 500
+TURN_FIELDS = tuple(field.name for field in fields(TurnRow))  # the Turn columns of those names
+
+
+def selected_dialogues(*, filters: DialogueFilters, reader: User) -> QuerySet[Dialogue]:
+    """The dialogues a transcript filter selects for training, in id order."""
+    searches_turns = search.searches_turns(filters.search)
+    chosen = selectors.dialogue_list(filters=filters, reader=reader, searches_turns=searches_turns)
+    return chosen.order_by("pk")
+
+
+@dataclass(frozen=True)
+class SelectionCounts:
+    dialogues: int
+    solved: int
+    turns: int
+    student_turns: int
+    runs: list[dict[str, Any]]  # [{id, name, dialogues}], most dialogues first
+
+
+def selection_counts(dialogues: QuerySet[Dialogue]) -> SelectionCounts:
+    ids = dialogues.order_by().values("pk")
+    turns = Turn.objects.filter(dialogue__in=ids).aggregate(
+        turns=Count("pk"), student=Count("pk", filter=Q(role=Turn.Role.STUDENT))
+    )
+    runs = (
+        Dialogue.objects.filter(pk__in=ids)
+        .values("run_id", "run__name")
+        .annotate(dialogues=Count("pk"))
+        .order_by("-dialogues", "run_id")
+    )
+    return SelectionCounts(
+        dialogues=dialogues.count(),
+        solved=dialogues.filter(outcome=Dialogue.Outcome.SOLVED).count(),
+        turns=turns["turns"],
+        student_turns=turns["student"],
+        runs=[
+            {"id": row["run_id"], "name": row["run__name"], "dialogues": row["dialogues"]}
+            for row in runs
+        ],
+    )
+
+
+def training_dialogues(dialogues: QuerySet[Dialogue]) -> Iterator[TrainingDialogue]:
+    """Each dialogue as training reads it, ``CHUNK`` at a time: the student's system prompt and
+    the task as the run's frozen configuration showed them, and the stored turns."""
+    ids = dialogues.values_list("pk", flat=True)
+    configs: dict[int, RunConfig] = {}
+    last = 0
+    while True:
+        chunk = list(ids.filter(pk__gt=last).order_by("pk")[:CHUNK])
+        if not chunk:
+            return
+        last = chunk[-1]
+        rows = Dialogue.objects.filter(pk__in=chunk).order_by("pk")
+        rows = rows.values("pk", "run_id", "task__prompt", "task__reference", "task__shards")
+        turns: dict[int, list[TurnRow]] = {pk: [] for pk in chunk}
+        for turn in Turn.objects.filter(dialogue_id__in=chunk).order_by("dialogue_id", "index"):
+            turns[turn.dialogue_id].append(TurnRow(**{f: getattr(turn, f) for f in TURN_FIELDS}))
+        for row in rows:
+            config = configs.get(row["run_id"]) or _run_config(row["run_id"], configs)
+            protocol = config.protocol
+            yield TrainingDialogue(
+                dialogue_id=row["pk"],
+                student_system=render_for_dialogue(
+                    protocol.templates,
+                    "student_system",
+                    max_turns=protocol.max_turns,
+                    shards_total=len(row["task__shards"] or ()),
+                ),
+                task_prompt=row["task__prompt"],
+                sharded=protocol.mode == "sharded",
+                reference=row["task__reference"],
+                turns=tuple(turns[row["pk"]]),
+            )
+
+
+def _run_config(run_id: int, configs: dict[int, RunConfig]) -> RunConfig:
+    configs[run_id] = Run.objects.get(pk=run_id).frozen_config
+    return configs[run_id]

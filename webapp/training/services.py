@@ -1,0 +1,205 @@
+"""Writes for training: freeze a selection into a dataset snapshot, launch a training run
+(web side); record its curves, register the trained model and evaluate it (worker side)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.http import QueryDict
+
+from models_gpu.spec.run import RunConfig, RunConfigError
+from models_gpu.spec.training import TrainingConfig, TrainingDialogue
+from models_gpu.spec.training_run import DatasetRef, TrainingRunConfig, training_run_problems
+from webapp.accounts.models import User
+from webapp.dialogues.forms import DialogueFilterForm
+from webapp.models_registry.models import ModelSpec
+from webapp.runs import services as runs
+from webapp.runs.models import MetricPoint, Run
+from webapp.training.models import DatasetSnapshot
+from webapp.training.selectors import selected_dialogues, selection_counts, training_dialogues
+
+
+class EmptySelection(ValueError):
+    """The filter selects no dialogue: there is nothing to train on."""
+
+
+def snapshot_create(*, name: str, filter_query: str, reader: User) -> DatasetSnapshot:
+    """Freeze the dialogues ``filter_query`` (the transcript list's query string) selects for
+    ``reader`` into a snapshot file, streamed from the database; ``EmptySelection`` when none
+    matches. The file is named by its sha256, so identical selections share one file."""
+    form = DialogueFilterForm.from_query(QueryDict(filter_query), reader=reader)
+    dialogues = selected_dialogues(filters=form.filters(), reader=reader)
+    counts = selection_counts(dialogues)
+    if counts.dialogues == 0:
+        raise EmptySelection("No dialogue matches this selection: there is nothing to train on.")
+    sha256, path = _write_snapshot(training_dialogues(dialogues))
+    return DatasetSnapshot.objects.create(
+        name=name,
+        filter_query=filter_query,
+        dialogue_count=counts.dialogues,
+        turn_count=counts.turns,
+        student_turn_count=counts.student_turns,
+        source_runs=counts.runs,
+        sha256=sha256,
+        path=str(path),
+        created_by=reader,
+    )
+
+
+def _write_snapshot(dialogues: Iterable[TrainingDialogue]) -> tuple[str, Path]:
+    directory = Path(settings.DIALAB_DATASETS_DIR)
+    directory.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            for dialogue in dialogues:
+                line = json.dumps(dialogue.to_json(), sort_keys=True, ensure_ascii=False)
+                data = (line + "\n").encode()
+                digest.update(data)
+                out.write(data)
+        final = directory / f"{digest.hexdigest()}.jsonl"
+        os.replace(temporary, final)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return digest.hexdigest(), final
+
+
+def dataset_ref(snapshot: DatasetSnapshot) -> DatasetRef:
+    return DatasetRef(
+        id=snapshot.pk,
+        name=snapshot.name,
+        dialogues=snapshot.dialogue_count,
+        sha256=snapshot.sha256,
+        path=snapshot.path,
+    )
+
+
+def training_run_config(
+    *, base: ModelSpec, snapshot: DatasetSnapshot, training: TrainingConfig, evaluation: RunConfig
+) -> TrainingRunConfig:
+    """The frozen configuration of a training run; ``RunConfigError`` listing every problem
+    (by field) when it could not run."""
+    config = TrainingRunConfig(
+        base=runs.role_spec(base),  # type: ignore[arg-type]  # a base is never None
+        dataset=dataset_ref(snapshot),
+        training=training,
+        evaluation=evaluation,
+    )
+    problems = training_run_problems(config)
+    if problems:
+        raise RunConfigError(problems)
+    return config
+
+
+@transaction.atomic
+def training_run_create(*, name: str, config: TrainingRunConfig, created_by: User | None) -> Run:
+    """Create a queued training run and dispatch it (on the gpu queue) after commit."""
+    evaluation = config.evaluation
+    assert evaluation is not None, "a training run is evaluated on held-out tasks"
+    run = Run.objects.create(
+        name=name,
+        kind=Run.Kind.TRAIN,
+        task_set_id=evaluation.task_set.id,
+        protocol_id=evaluation.protocol.id,
+        student_id=config.base.id,
+        config=config.to_json(),
+        config_hash=config.config_hash(),
+        created_by=created_by,
+    )
+    runs.run_dispatch_on_commit(run_id=run.pk, kind=run.kind)
+    return run
+
+
+def training_output_dir(run_id: int) -> Path:
+    """Where a training run keeps its checkpoints and its final model."""
+    return Path(settings.DIALAB_TRAINING_DIR) / f"run-{run_id}"
+
+
+# --- Worker side -------------------------------------------------------------------------------
+
+
+def training_progress(*, run_id: int, step: int, total_steps: int) -> None:
+    Run.objects.filter(pk=run_id).update(progress_done=step, progress_total=total_steps)
+
+
+def metric_points_record(*, run_id: int, step: int, values: Mapping[str, float]) -> None:
+    """One point per curve at ``step``; a step logged again (by a resumed worker) keeps the
+    first value."""
+    MetricPoint.objects.bulk_create(
+        [
+            MetricPoint(run_id=run_id, name=name, step=step, value=value)
+            for name, value in values.items()
+        ],
+        ignore_conflicts=True,
+    )
+
+
+@transaction.atomic
+def trained_model_register(*, run_id: int, location: str) -> ModelSpec:
+    """The trained checkpoint as a model of the registry, with its lineage: the base model and
+    the training run (whose frozen configuration names the method, the dataset snapshot and its
+    hash). Registering again (a worker that died after it) returns the model already made."""
+    run = Run.objects.select_related("student").get(pk=run_id)
+    existing = run.produced_models.first()
+    if existing is not None:
+        return existing
+    base = run.student
+    config = TrainingRunConfig.from_json(run.config)
+    return ModelSpec.objects.create(
+        name=f"{base.name} + {config.training.method} (run {run.pk})",
+        description=(
+            f"Trained by run {run.pk} ({run.name}) from {base.name} on dataset "
+            f"{config.dataset.name!r} ({config.dataset.dialogues} dialogues, sha256 "
+            f"{config.dataset.sha256[:12]}), method {config.training.method}."
+        ),
+        backend=base.backend,
+        location=location,
+        generation_params=base.generation_params,
+        base_model=base,
+        trained_by_run=run,
+    )
+
+
+def evaluations_launch(*, run_id: int, trained: ModelSpec) -> list[Run]:
+    """The held-out evaluation of the trained model, and the base model's with exactly the same
+    configuration: reused when one exists that did not fail, else launched."""
+    run = Run.objects.get(pk=run_id)
+    config = TrainingRunConfig.from_json(run.config)
+    if config.evaluation is None:
+        return []
+    launched = []
+    base_config = config.evaluation
+    base_run = (
+        Run.objects.filter(kind=Run.Kind.EVAL, config_hash=base_config.config_hash())
+        .exclude(status__in=[Run.Status.FAILED, Run.Status.CANCELLED])
+        .order_by("created_at")
+        .first()
+    )
+    if base_run is None:
+        base_run = runs.evaluation_run_from_config(
+            name=f"{config.base.name} on {base_config.task_set.name} (base of run {run.pk})",
+            config=base_config,
+            created_by=run.created_by,
+        )
+    launched.append(base_run)
+    trained_config = config.trained_evaluation(runs.role_spec(trained))  # type: ignore[arg-type]
+    assert trained_config is not None
+    existing = Run.objects.filter(kind=Run.Kind.EVAL, student=trained).first()
+    launched.append(
+        existing
+        or runs.evaluation_run_from_config(
+            name=f"{trained.name} on {base_config.task_set.name}",
+            config=trained_config,
+            created_by=run.created_by,
+        )
+    )
+    return launched

@@ -1,0 +1,132 @@
+"""Run a training job: claim the run, read its frozen configuration, check the dataset snapshot
+against its hash, fine-tune (``models_gpu.training``), then register the trained model and
+launch its held-out evaluation beside the base model's.
+
+A restarted job resumes: the trainer continues from the newest checkpoint in the run's output
+directory (weights, optimizer, scheduler, data position), and registering and launching the
+evaluations find what an earlier attempt already made. Cancelling saves a checkpoint and stops
+within a step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import traceback
+from collections.abc import Iterator, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from models_gpu.spec.training import TrainingDialogue
+from models_gpu.spec.training_run import DatasetRef, TrainingRunConfig
+from webapp.core.database import DATABASE_LOST
+from webapp.core.heartbeat import Heartbeat, stale_after
+from webapp.runs import services as runs
+from webapp.runs.models import Run
+from webapp.training import services
+from workers.evaluation import CancelWatch
+
+logger = logging.getLogger(__name__)
+
+# The curves a training run draws, from the trainer's log entries.
+CURVES = ("loss", "learning_rate", "grad_norm", "tokens_per_second")
+READ_BLOCK = 1 << 20
+
+
+class DatasetChanged(Exception):
+    """The snapshot file is missing or its bytes are not the ones frozen at launch."""
+
+
+def check_snapshot(dataset: DatasetRef) -> None:
+    path = Path(dataset.path)
+    if not path.is_file():
+        raise DatasetChanged(f"the dataset snapshot file {path} is missing")
+    digest = hashlib.sha256()
+    with path.open("rb") as snapshot:
+        while block := snapshot.read(READ_BLOCK):
+            digest.update(block)
+    if digest.hexdigest() != dataset.sha256:
+        raise DatasetChanged(
+            f"the dataset snapshot file {path} changed since launch (sha256 "
+            f"{digest.hexdigest()[:12]}, launched with {dataset.sha256[:12]})"
+        )
+
+
+def snapshot_dialogues(path: str) -> Iterator[TrainingDialogue]:
+    """The snapshot's dialogues, one line at a time."""
+    with open(path, encoding="utf-8") as snapshot:
+        for line in snapshot:
+            yield TrainingDialogue.from_json(json.loads(line))
+
+
+def log_recorder(run_id: int) -> Any:
+    def record(entry: Mapping[str, Any]) -> None:
+        step = int(entry["step"])
+        values = {name: float(entry[name]) for name in CURVES if entry.get(name) is not None}
+        if values:
+            services.metric_points_record(run_id=run_id, step=step, values=values)
+        services.training_progress(
+            run_id=run_id, step=step, total_steps=int(entry.get("total_steps") or 0)
+        )
+
+    return record
+
+
+def execute_training(run_id: int, *, worker: str, background_heartbeat: bool = True) -> bool:
+    """Claim the run and train what is left of it; False when it could not be claimed."""
+    claimed = runs.run_claim(run_id=run_id, worker=worker, stale_after=stale_after())
+    if not claimed:
+        logger.info("run %s: not claimable (taken, finished or cancelled); skipping", run_id)
+        return False
+    with Heartbeat(
+        partial(runs.run_heartbeat, run_id=run_id),
+        interval_seconds=settings.DIALAB_HEARTBEAT_SECONDS,
+        name=f"heartbeat-run-{run_id}",
+        enabled=background_heartbeat,
+    ):
+        _train(run_id)
+    return True
+
+
+def _train(run_id: int) -> None:
+    from models_gpu.training.trainer import train  # torch, transformers, TRL: on the worker only
+
+    run = Run.objects.get(pk=run_id)
+    watch = CancelWatch(run_id, interval_seconds=min(1.0, settings.DIALAB_HEARTBEAT_SECONDS))
+    try:
+        config = TrainingRunConfig.from_json(run.config)
+        check_snapshot(config.dataset)
+        if run.attempts > 1:
+            logger.info("run %s: resumed (attempt %s)", run_id, run.attempts)
+        result = train(
+            config.training,
+            base_model=config.base.location,
+            examples=partial(snapshot_dialogues, config.dataset.path),
+            output_dir=services.training_output_dir(run_id),
+            on_log=log_recorder(run_id),
+            should_stop=watch,
+        )
+        if result.stopped:
+            runs.run_finish(run_id=run_id, status=Run.Status.CANCELLED)
+            return
+        assert result.final_dir is not None
+        trained = services.trained_model_register(run_id=run_id, location=result.final_dir)
+        services.evaluations_launch(run_id=run_id, trained=trained)
+    except DATABASE_LOST:
+        raise  # not the run's fault: the task resumes it (workers.recovery)
+    except Exception as error:
+        logger.exception("run %s failed", run_id)
+        summary = "".join(traceback.format_exception_only(error)).strip()
+        runs.run_finish(run_id=run_id, status=Run.Status.FAILED, error=summary)
+        return
+    accounting = {
+        "optimizer_steps": result.global_step,
+        "examples": result.dataset.examples,
+        "trained_tokens_per_epoch": result.dataset.trained_tokens,
+        "wall_seconds": result.wall_seconds,
+    }
+    runs.run_finish(run_id=run_id, status=Run.Status.SUCCEEDED, accounting=accounting)
