@@ -15,5 +15,6 @@ urlpatterns = [
     path("dialogues/export/", include("webapp.dialogues.export_urls")),
     path("dialogues/", include("webapp.dialogues.urls")),
     path("annotations/", include("webapp.annotations.urls")),
+    path("training/", include("webapp.training.urls")),
     path("people/", include("webapp.accounts.urls")),
 ]

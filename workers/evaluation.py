@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -167,19 +167,27 @@ def execute_evaluation(run_id: int, *, worker: str, background_heartbeat: bool =
     ``background_heartbeat`` is off only in eager unit tests, where the job runs inside the
     test's own transaction.
     """
+    return execute_claimed(run_id, _play, worker=worker, background_heartbeat=background_heartbeat)
+
+
+def execute_claimed(
+    run_id: int, play: Callable[[int], None], *, worker: str, background_heartbeat: bool
+) -> bool:
+    """Claim a run (evaluation or training) and ``play`` it while a heartbeat thread keeps the
+    claim fresh; False when it could not be claimed."""
     claimed = services.run_claim(run_id=run_id, worker=worker, stale_after=stale_after())
     if not claimed:
         logger.info("run %s: not claimable (taken, finished or cancelled); skipping", run_id)
         return False
-    # From a thread, so that a long model load or one long batched round is not taken for a
-    # dead worker (and resumed by another while this one still plays the run).
+    # From a thread, so that a long model load, one long batched round or one long training
+    # step is not taken for a dead worker (and resumed by another while this one still plays).
     with Heartbeat(
         partial(services.run_heartbeat, run_id=run_id),
         interval_seconds=settings.DIALAB_HEARTBEAT_SECONDS,
         name=f"heartbeat-run-{run_id}",
         enabled=background_heartbeat,
     ):
-        _play(run_id)
+        play(run_id)
     return True
 
 

@@ -24,11 +24,10 @@ from django.conf import settings
 from models_gpu.spec.training import TrainingDialogue
 from models_gpu.spec.training_run import DatasetRef, TrainingRunConfig
 from webapp.core.database import DATABASE_LOST
-from webapp.core.heartbeat import Heartbeat, stale_after
 from webapp.runs import services as runs
 from webapp.runs.models import Run
 from webapp.training import services
-from workers.evaluation import CancelWatch
+from workers.evaluation import CancelWatch, execute_claimed
 
 logger = logging.getLogger(__name__)
 
@@ -78,18 +77,7 @@ def log_recorder(run_id: int) -> Any:
 
 def execute_training(run_id: int, *, worker: str, background_heartbeat: bool = True) -> bool:
     """Claim the run and train what is left of it; False when it could not be claimed."""
-    claimed = runs.run_claim(run_id=run_id, worker=worker, stale_after=stale_after())
-    if not claimed:
-        logger.info("run %s: not claimable (taken, finished or cancelled); skipping", run_id)
-        return False
-    with Heartbeat(
-        partial(runs.run_heartbeat, run_id=run_id),
-        interval_seconds=settings.DIALAB_HEARTBEAT_SECONDS,
-        name=f"heartbeat-run-{run_id}",
-        enabled=background_heartbeat,
-    ):
-        _train(run_id)
-    return True
+    return execute_claimed(run_id, _train, worker=worker, background_heartbeat=background_heartbeat)
 
 
 def _train(run_id: int) -> None:

@@ -92,13 +92,13 @@ class RunConfig:
             raise ValueError(
                 f"run configuration schema {schema!r}; this code reads {SCHEMA_VERSION}"
             )
-        values = _exact_keys(cls, data, "run configuration")
-        values["task_set"] = TaskSetRef(**_exact_keys(TaskSetRef, values["task_set"], "task_set"))
-        protocol = _exact_keys(ProtocolSpec, values["protocol"], "protocol")
+        values = exact_keys(cls, data, "run configuration")
+        values["task_set"] = TaskSetRef(**exact_keys(TaskSetRef, values["task_set"], "task_set"))
+        protocol = exact_keys(ProtocolSpec, values["protocol"], "protocol")
         values["protocol"] = ProtocolSpec(**protocol)
         for role in ROLES:
             if values[role] is not None:
-                values[role] = RoleSpec(**_exact_keys(RoleSpec, values[role], role))
+                values[role] = RoleSpec(**exact_keys(RoleSpec, values[role], role))
         return cls(**values)
 
     def config_hash(self) -> str:
@@ -107,7 +107,9 @@ class RunConfig:
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _exact_keys(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
+def exact_keys(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """``data`` as a dict, when its keys are exactly the dataclass ``cls``'s fields; else a
+    ValueError naming ``what`` and the keys missing or unknown."""
     names = {f.name for f in fields(cls)}
     missing, unknown = sorted(names - set(data)), sorted(set(data) - names)
     if missing or unknown:

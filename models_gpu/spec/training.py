@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from models_gpu.spec.backends import DEVICE_PATTERN
 from models_gpu.spec.results import TurnRow
-from models_gpu.spec.run import MAX_SEED
+from models_gpu.spec.run import MAX_SEED, exact_keys
 from models_gpu.spec.settings import Problem, Setting
 from models_gpu.spec.templates import DEFAULT_TEMPLATES
 
@@ -354,10 +354,7 @@ class TrainingDialogue:
     def from_json(cls, data: Mapping[str, Any]) -> TrainingDialogue:
         """From plain data with the same keys (turns as a list of ``TurnRow`` mappings); a key
         missing or unknown is a ValueError naming it."""
-        names = {f.name for f in fields(cls)}
-        missing, unknown = sorted(names - set(data)), sorted(set(data) - names)
-        if missing or unknown:
-            raise ValueError(f"training dialogue: missing keys {missing}, unknown keys {unknown}")
+        exact_keys(cls, data, "training dialogue")
         turn_names = {f.name for f in fields(TurnRow)}
         turns = []
         for position, turn in enumerate(data["turns"]):

@@ -15,11 +15,11 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from models_gpu.spec.backends import backend_problems
-from models_gpu.spec.run import RoleSpec, RunConfig, run_config_problems
+from models_gpu.spec.run import RoleSpec, RunConfig, exact_keys, run_config_problems
 from models_gpu.spec.settings import Problem
 from models_gpu.spec.training import TrainingConfig
 
@@ -66,11 +66,11 @@ class TrainingRunConfig:
                 f"training run configuration schema {schema!r}; this code reads "
                 f"{TRAINING_RUN_SCHEMA}"
             )
-        _require_keys(cls, data, "training run configuration")
+        exact_keys(cls, data, "training run configuration")
         evaluation = data["evaluation"]
         return cls(
-            base=RoleSpec(**_require_keys(RoleSpec, data["base"], "base")),
-            dataset=DatasetRef(**_require_keys(DatasetRef, data["dataset"], "dataset")),
+            base=RoleSpec(**exact_keys(RoleSpec, data["base"], "base")),
+            dataset=DatasetRef(**exact_keys(DatasetRef, data["dataset"], "dataset")),
             training=TrainingConfig.from_json(data["training"]),
             evaluation=RunConfig.from_json(evaluation) if evaluation is not None else None,
         )
@@ -82,14 +82,6 @@ class TrainingRunConfig:
     def trained_evaluation(self, trained: RoleSpec) -> RunConfig | None:
         """The held-out evaluation with ``trained`` as the student."""
         return replace(self.evaluation, student=trained) if self.evaluation else None
-
-
-def _require_keys(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
-    missing, unknown = sorted(names - set(data)), sorted(set(data) - names)
-    if missing or unknown:
-        raise ValueError(f"{what}: missing keys {missing}, unknown keys {unknown}")
-    return dict(data)
 
 
 def checkpoint_problems(location: str) -> list[Problem]:

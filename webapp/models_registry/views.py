@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from models_gpu.spec.backends import BACKENDS, SCRIPTED_POLICIES
 from webapp.core.permissions import researcher_required
 from webapp.models_registry.forms import ModelSpecForm
-from webapp.models_registry.models import ModelSpec
+from webapp.models_registry.selectors import model_lineage_rows
 from webapp.models_registry.services import model_spec_create
 
 
@@ -32,9 +32,8 @@ def model_list(request: HttpRequest) -> HttpResponse:
             for warning in form.warnings:
                 messages.warning(request, warning)
             return redirect("model_list")
-    models = ModelSpec.objects.select_related("trained_by_run", "base_model")
     context = {
-        "models": models,
+        "rows": model_lineage_rows(),
         "form": form,
         "backends": {name: info for name, info in BACKENDS.items() if info.available},
         "scripted_policies": SCRIPTED_POLICIES,

@@ -65,6 +65,36 @@ def wilson_interval(successes: int, total: int, z: float = Z_95) -> Proportion:
 
 
 @dataclass(frozen=True)
+class Difference:
+    """``b - a`` of two proportions, with a 95% interval."""
+
+    value: float
+    low: float
+    high: float
+
+    @property
+    def points(self) -> float:
+        return 100 * self.value
+
+    @property
+    def low_points(self) -> float:
+        return 100 * self.low
+
+    @property
+    def high_points(self) -> float:
+        return 100 * self.high
+
+
+def difference_interval(a: Proportion, b: Proportion) -> Difference:
+    """``b.rate - a.rate`` with Newcombe's hybrid score interval (independent samples), built
+    from the two Wilson intervals: sound at 0% and 100% where the normal one is not."""
+    d = b.rate - a.rate
+    low = d - math.sqrt((b.rate - b.low) ** 2 + (a.high - a.rate) ** 2)
+    high = d + math.sqrt((b.high - b.rate) ** 2 + (a.rate - a.low) ** 2)
+    return Difference(d, max(-1.0, low), min(1.0, high))
+
+
+@dataclass(frozen=True)
 class TurnAccuracy:
     turn: int
     accuracy: Proportion

@@ -233,7 +233,7 @@ def run_compare_candidates(*, run: Run) -> list[Run]:
     overlay."""
     if run.task_set_id is None:
         return []
-    others = run_list().filter(task_set_id=run.task_set_id).exclude(pk=run.pk)
+    others = run_list().filter(task_set_id=run.task_set_id, kind=Run.Kind.EVAL).exclude(pk=run.pk)
     return list(others.order_by("-created_at")[:COMPARE_CANDIDATES])
 
 

@@ -83,6 +83,8 @@ def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
 @allows_plotly
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(selectors.run_list(), pk=pk)
+    if run.kind == Run.Kind.TRAIN:  # its page draws curves by step, not dialogues
+        return redirect("training_run_detail", pk=run.pk)
     context = _live_context(request, run)
     context["config_json"] = json.dumps(run.config, indent=2, ensure_ascii=False)
     context["config_roles"] = [

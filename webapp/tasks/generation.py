@@ -12,21 +12,11 @@ from django import forms
 from django.db import transaction
 
 from models_gpu.spec.generators import FAMILIES, MAX_GENERATED_TASKS, generator_settings
-from models_gpu.spec.settings import Setting
 from webapp.accounts.models import User
 from webapp.core.dispatch import enqueue_on_commit
+from webapp.core.settings_fields import setting_field
 from webapp.tasks.imports.claims import task_name
 from webapp.tasks.models import TaskImport
-
-FIELD_TYPES = {"int": forms.IntegerField, "float": forms.FloatField, "str": forms.CharField}
-
-
-def _knob_field(knob: Setting) -> forms.Field:
-    """A form field for ``knob`` with its bounds; ``generator_settings`` checks the rest."""
-    if knob.kind == "bool":
-        return forms.BooleanField(required=False, initial=knob.default, help_text=knob.help)
-    bounds = {} if knob.kind == "str" else {"min_value": knob.low, "max_value": knob.high}
-    return FIELD_TYPES[knob.kind](initial=knob.default, help_text=knob.help, **bounds)
 
 
 class GenerationForm(forms.Form):
@@ -48,8 +38,7 @@ class GenerationForm(forms.Form):
         self.family_name = family
         self.family_help = FAMILIES[family].help
         for knob in FAMILIES[family].knobs:
-            self.fields[f"knob_{knob.name}"] = _knob_field(knob)
-            self.fields[f"knob_{knob.name}"].label = knob.name.replace("_", " ")
+            self.fields[f"knob_{knob.name}"] = setting_field(knob)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

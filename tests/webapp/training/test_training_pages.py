@@ -1,0 +1,119 @@
+"""Training from the browser's side: the launch form, its refusals, the training run page with
+its curves, the trained model's lineage and the base-versus-trained evaluation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, TeacherFactory, frozen_run
+from tests.transcript_builders import attempt, feedback, store
+from webapp.models_registry.models import ModelSpec
+from webapp.runs.models import Run
+from webapp.training.models import DatasetSnapshot
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(settings: Any, tmp_path: Path, tiny_model_dir: Path) -> dict[str, Any]:
+    settings.DIALAB_DATASETS_DIR = tmp_path / "datasets"
+    settings.DIALAB_TRAINING_DIR = tmp_path / "training"
+    task_set = TaskSetFactory(name="held out")
+    task = TaskFactory(task_set=task_set, prompt="What is 1 + 2?", reference={"answer": "3"})
+    protocol = ProtocolFactory(max_turns=2)
+    source = frozen_run(name="collected", task_set=task_set, protocol=protocol)
+    for sample in range(2):
+        store(source, task.pk, sample, "a_late", [
+            attempt("4", "4", False), feedback("Too high."), attempt("3", "3", True),
+        ])  # fmt: skip
+    store(source, task.pk, 2, "b_same", [attempt("5", "5", False), feedback("No.")])
+    base = ModelSpec.objects.create(
+        name="tiny", backend="transformers", location=str(tiny_model_dir)
+    )
+    return {
+        "task_set": task_set, "protocol": protocol, "source": source, "base": base,
+        "teacher": TeacherFactory(),
+    }  # fmt: skip
+
+
+def form_data(world: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    data = {
+        "selection": "outcome=solved", "name": "", "base_model": world["base"].pk,
+        "eval_task_set": world["task_set"].pk, "eval_protocol": world["protocol"].pk,
+        "eval_teacher": world["teacher"].pk, "eval_samples": 1,
+        "method": "sft", "learning_rate": 0.001, "epochs": 1, "max_steps": 2, "batch_size": 2,
+        "gradient_accumulation_steps": 1, "max_length": 512, "warmup_ratio": 0.0,
+        "weight_decay": 0.0, "lr_scheduler": "linear", "finetuning": "full", "lora_r": 8,
+        "lora_alpha": 16, "lora_dropout": 0.0, "seed": 0, "save_steps": 1,
+        "keep_checkpoints": 2, "logging_steps": 1, "device": "cpu", "precision": "float32",
+        "critique_instruction": "Critique the answer.", "qpriming_decay": 0.75,
+        "qpriming_question_template": "Could you say more?",
+    }  # fmt: skip
+    return {**data, **changes}
+
+
+def test_the_transcript_list_offers_training_on_its_filter(
+    researcher_client: Any, world: dict[str, Any]
+) -> None:
+    html = researcher_client.get(reverse("dialogue_list"), {"outcome": "solved"}).content.decode()
+    assert re.search(r'id="train-these" href="/training/new/\?outcome=solved&amp;page=1"', html)
+    form = researcher_client.get(reverse("training_create"), {"outcome": "solved", "page": 1})
+    page = form.content.decode()
+    assert "<strong>2</strong> dialogues (2 solved), 6 turns of which 4 by the student" in page
+    assert 'value="outcome=solved"' in page  # the selection, without the list's page
+
+
+def test_an_empty_selection_and_bad_values_are_refused_on_the_form(
+    researcher_client: Any, world: dict[str, Any], tmp_path: Path
+) -> None:
+    url = reverse("training_create")
+    empty = researcher_client.post(url, form_data(world, selection="outcome=solved&turns=9"))
+    assert "nothing to train on" in empty.content.decode()
+    bad = researcher_client.post(url, form_data(world, learning_rate=0, max_length=4))
+    assert bad.status_code == 200
+    assert set(bad.context["form"].errors) >= {"learning_rate", "max_length"}
+    gone = ModelSpec.objects.create(
+        name="gone", backend="transformers", location=str(tmp_path / "nowhere")
+    )
+    missing = researcher_client.post(url, form_data(world, base_model=gone.pk))
+    assert missing.context["form"].errors["base_model"] == [
+        f"gone: {tmp_path / 'nowhere'} is not a directory here."
+    ]
+    assert not Run.objects.filter(kind=Run.Kind.TRAIN).exists()
+    assert not DatasetSnapshot.objects.exists()  # the launch's transaction rolled back
+
+
+@pytest.mark.slow
+def test_launch_train_and_read_the_run_page(researcher_client: Any, world: dict[str, Any]) -> None:
+    from workers.evaluation import execute_evaluation
+    from workers.training import execute_training
+
+    launched = researcher_client.post(reverse("training_create"), form_data(world))
+    run = Run.objects.get(kind=Run.Kind.TRAIN)
+    assert launched.url == reverse("training_run_detail", args=[run.pk])
+    assert researcher_client.get(reverse("run_detail", args=[run.pk])).url == launched.url
+    waiting = researcher_client.get(launched.url).content.decode()
+    assert "no training steps logged yet" in waiting and 'id="cancel-run"' in waiting
+
+    execute_training(run.pk, worker="test", background_heartbeat=False)
+    trained = ModelSpec.objects.get(trained_by_run=run)
+    for evaluation in Run.objects.filter(kind=Run.Kind.EVAL).exclude(pk=world["source"].pk):
+        execute_evaluation(evaluation.pk, worker="test", background_heartbeat=False)
+
+    page = researcher_client.get(launched.url).content.decode()
+    assert "step 2 / 2" in page and 'id="training-figure"' in page
+    assert f'Trained model: <a href="/models/#model-{trained.pk}">' in page
+    assert 'id="base-run"' in page and 'id="trained-run"' in page
+    assert page.count("<tr><td>") == 2  # the difference table: after turns 1 and 2
+    assert "points" in page and "Provisional" not in page
+    live = researcher_client.get(reverse("training_run_live", args=[run.pk]))
+    assert live.status_code == 286  # training and both evaluations ended: polling stops
+
+    models = researcher_client.get(reverse("model_list")).content.decode()
+    assert f'<tr id="model-{trained.pk}">' in models
+    assert 'class="lineage-depth-1"' in models and "from tiny, trained by" in models

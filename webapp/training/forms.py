@@ -1,0 +1,105 @@
+"""The training launch form: which dialogues, which base model, which method and
+hyperparameters (``models_gpu.spec.training``), and the held-out evaluation that follows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.http import QueryDict
+
+from models_gpu.spec.run import MAX_SAMPLES_PER_TASK
+from models_gpu.spec.training import (
+    METHODS,
+    TRAINING_SETTINGS,
+    TrainingConfig,
+    training_config_problems,
+)
+from models_gpu.spec.training_run import TRAINABLE_BACKENDS
+from webapp.accounts.models import User
+from webapp.core.settings_fields import setting_field
+from webapp.dialogues.forms import DialogueFilterForm
+from webapp.models_registry.models import ModelSpec
+from webapp.runs.models import Protocol
+from webapp.tasks.models import TaskSet
+from webapp.training.selectors import SelectionCounts, selected_dialogues, selection_counts
+
+# The form's own fields (the rest are the training settings, by their spec names).
+EVALUATION_FIELDS = ("eval_task_set", "eval_protocol", "eval_teacher", "eval_samples")
+
+
+class TrainingForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False, help_text="Defaults to a summary.")
+    selection = forms.CharField(
+        required=False,
+        widget=forms.HiddenInput,
+        help_text="The transcript list's filter that selects the training dialogues.",
+    )
+    base_model = forms.ModelChoiceField(
+        queryset=ModelSpec.objects.filter(backend__in=TRAINABLE_BACKENDS),
+        help_text="A local checkpoint (transformers or vLLM backend) to start from.",
+    )
+    eval_task_set = forms.ModelChoiceField(
+        queryset=TaskSet.objects.all(),
+        label="Held-out task set",
+        help_text="Evaluated on by the trained model and the base model when training ends.",
+    )
+    eval_protocol = forms.ModelChoiceField(
+        queryset=Protocol.objects.all(), label="Evaluation protocol"
+    )
+    eval_teacher = forms.ModelChoiceField(
+        queryset=ModelSpec.objects.all(),
+        required=False,
+        label="Evaluation teacher",
+        help_text="For the didactic protocol.",
+    )
+    eval_samples = forms.IntegerField(
+        min_value=1, max_value=MAX_SAMPLES_PER_TASK, initial=1, label="Samples per task"
+    )
+
+    def __init__(self, *args: Any, reader: User, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reader = reader
+        for setting in TRAINING_SETTINGS:
+            self.fields[setting.name] = setting_field(setting)
+        self.fields["method"].choices = [(name, m.label) for name, m in METHODS.items()]
+
+    @property
+    def selection_query(self) -> str:
+        return str(self.data.get("selection", self.initial.get("selection", "")))
+
+    def counts(self) -> SelectionCounts:
+        """What the selection holds now (the snapshot is frozen at launch)."""
+        if not hasattr(self, "_counts"):
+            filters = DialogueFilterForm.from_query(
+                QueryDict(self.selection_query), reader=self.reader
+            ).filters()
+            self._counts = selection_counts(selected_dialogues(filters=filters, reader=self.reader))
+        return self._counts
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.counts().dialogues == 0:
+            self.add_error(
+                "selection", "No dialogue matches this selection: there is nothing to train on."
+            )
+        values = {s.name: cleaned[s.name] for s in TRAINING_SETTINGS if s.name in cleaned}
+        for problem in training_config_problems(values):
+            if problem.field in cleaned:  # a field that failed its own check says so already
+                self.add_error(problem.field, problem.message)
+        return cleaned
+
+    def training_config(self) -> TrainingConfig:
+        return TrainingConfig(**{s.name: self.cleaned_data[s.name] for s in TRAINING_SETTINGS})
+
+    def run_name(self) -> str:
+        data = self.cleaned_data
+        return data["name"] or (
+            f"{data['method']} of {data['base_model'].name} on {self.counts().dialogues} dialogues"
+        )
+
+    def launch_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in ("name", "base_model", *EVALUATION_FIELDS)]
+
+    def settings_fields(self) -> list[forms.BoundField]:
+        return [self[setting.name] for setting in TRAINING_SETTINGS]

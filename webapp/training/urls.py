@@ -1,0 +1,9 @@
+from django.urls import path
+
+from webapp.training import views
+
+urlpatterns = [
+    path("new/", views.training_create, name="training_create"),
+    path("runs/<int:pk>/", views.training_run_detail, name="training_run_detail"),
+    path("runs/<int:pk>/live/", views.training_run_live, name="training_run_live"),
+]

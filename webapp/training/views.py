@@ -1,0 +1,178 @@
+"""Training pages: the launch form (from a transcript filter) and a training run's page."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django_htmx.http import HttpResponseStopPolling
+
+from models_gpu.spec.run import RunConfigError
+from models_gpu.spec.training_run import TrainingRunConfig
+from webapp.accounts.models import User
+from webapp.core.permissions import researcher_required
+from webapp.core.plotly_csp import allows_plotly
+from webapp.runs import selectors as run_selectors
+from webapp.runs.charts import Curve, accuracy_by_turn_figure
+from webapp.runs.metrics import difference_interval
+from webapp.runs.models import MetricPoint, Run
+from webapp.runs.services import evaluation_config
+from webapp.training import services
+from webapp.training.charts import training_curves_figure
+from webapp.training.forms import TrainingForm
+
+
+@researcher_required
+def training_create(request: HttpRequest) -> HttpResponse:
+    """GET ``?<transcript filter>``: the form for training on what that filter selects."""
+    reader: User = request.user  # type: ignore[assignment]
+    selection = request.GET.copy()
+    selection.pop("page", None)  # the list's page is not part of the selection
+    initial = {"selection": selection.urlencode()}
+    form = TrainingForm(request.POST or None, initial=initial, reader=reader)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = _launch(form, reader)
+        except RunConfigError as error:
+            for problem in error.problems:
+                field = problem.field if problem.field in form.fields else None
+                form.add_error(field, problem.message)
+        else:
+            return redirect("training_run_detail", pk=run.pk)
+    return render(request, "training/training_form.html", {"form": form})
+
+
+@transaction.atomic
+def _launch(form: TrainingForm, reader: User) -> Run:
+    """Freeze the selection, check the whole configuration, queue the run; nothing is kept when
+    a check fails (the transaction rolls back)."""
+    data = form.cleaned_data
+    snapshot = services.snapshot_create(
+        name=f"{form.counts().dialogues} dialogues selected by ?{form.selection_query}",
+        filter_query=form.selection_query,
+        reader=reader,
+    )
+    try:
+        evaluation = evaluation_config(
+            task_set=data["eval_task_set"],
+            protocol=data["eval_protocol"],
+            student=data["base_model"],
+            teacher=data["eval_teacher"],
+            samples_per_task=data["eval_samples"],
+        )
+    except RunConfigError as error:  # name the form's fields for the evaluation's problems
+        fields = {
+            "task_set": "eval_task_set",
+            "protocol": "eval_protocol",
+            "teacher": "eval_teacher",
+        }
+        raise RunConfigError(
+            [
+                problem._replace(field=fields.get(problem.field, problem.field))
+                for problem in error.problems
+            ]
+        ) from None
+    config = services.training_run_config(
+        base=data["base_model"],
+        snapshot=snapshot,
+        training=form.training_config(),
+        evaluation=evaluation,
+    )
+    return services.training_run_create(name=form.run_name(), config=config, created_by=reader)
+
+
+def _eta_seconds(run: Run) -> float | None:
+    if run.started_at is None or run.is_finished or not run.progress_done:
+        return None
+    elapsed = (timezone.now() - run.started_at).total_seconds()
+    return elapsed * (run.progress_total - run.progress_done) / run.progress_done
+
+
+def _evaluations(run: Run, config: TrainingRunConfig) -> dict[str, Any]:
+    """The base and trained models' held-out evaluations, their curves overlaid, and the
+    difference per turn with its interval."""
+    trained_model = run.produced_models.first()
+    base_run = trained_run = None
+    if config.evaluation is not None:
+        base_run = (
+            Run.objects.filter(kind=Run.Kind.EVAL, config_hash=config.evaluation.config_hash())
+            .order_by("created_at")
+            .first()
+        )
+    if trained_model is not None:
+        trained_run = trained_model.student_runs.filter(kind=Run.Kind.EVAL).first()
+    shown = [r for r in (base_run, trained_run) if r is not None]
+    curves = run_selectors.runs_accuracy_by_turn(runs=shown)
+    differences = []
+    if base_run is not None and trained_run is not None:
+        differences = [
+            (
+                base.turn,
+                base.accuracy,
+                trained.accuracy,
+                difference_interval(base.accuracy, trained.accuracy),
+            )
+            for base, trained in zip(curves[base_run.pk], curves[trained_run.pk], strict=True)
+        ]
+    labels = {base_run: "base", trained_run: "trained"}
+    figure = accuracy_by_turn_figure(
+        [
+            Curve(f"{labels[r]}: #{r.pk} {r.name}", curves[r.pk], run_selectors.run_max_turns(r))
+            for r in shown
+        ]
+    )
+    return {
+        "trained_model": trained_model,
+        "base_run": base_run,
+        "trained_run": trained_run,
+        "differences": differences,
+        "evaluation_figure": figure,
+        "evaluations_finished": all(r.is_finished for r in shown) and len(shown) == 2,
+    }
+
+
+def _live_context(run: Run) -> dict[str, Any]:
+    config = TrainingRunConfig.from_json(run.config)
+    points: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for name, step, value in MetricPoint.objects.filter(run=run).values_list(
+        "name", "step", "value"
+    ):
+        points[name].append((step, value))
+    latest = {name: values[-1][1] for name, values in points.items() if values}
+    return {
+        "run": run,
+        "config": config,
+        "eta_seconds": _eta_seconds(run),
+        "latest": latest,
+        "training_figure": training_curves_figure(points),
+        **_evaluations(run, config),
+    }
+
+
+def _training_run(pk: int) -> Run:
+    return get_object_or_404(Run.objects.select_related("student"), pk=pk, kind=Run.Kind.TRAIN)
+
+
+@researcher_required
+@allows_plotly
+def training_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _training_run(pk)
+    context = _live_context(run)
+    context["config_json"] = json.dumps(run.config, indent=2, ensure_ascii=False)
+    return render(request, "training/training_run_detail.html", context)
+
+
+@researcher_required
+def training_run_live(request: HttpRequest, pk: int) -> HttpResponse:
+    """The polled fragment; stops polling once training and both evaluations have ended."""
+    run = _training_run(pk)
+    context = _live_context(run)
+    response = render(request, "training/training_run_detail.html#live", context)
+    if run.is_finished and (context["evaluations_finished"] or run.status != Run.Status.SUCCEEDED):
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
