@@ -47,6 +47,14 @@ def _execute_run(task: Task, run_id: int, execute: Callable[..., bool]) -> None:
         check_again_later(run_id, queue=(task.request.delivery_info or {}).get("routing_key"))
 
 
+@app.task(name="workers.tasks.training_preview")
+def training_preview(preview_id: int) -> None:
+    """Tokenize a sample of a training selection for the launch form's preview."""
+    from workers.training import build_preview
+
+    build_preview(preview_id)
+
+
 @app.task(name="workers.tasks.verify_probe")
 def verify_probe(probe_id: int) -> None:
     """Run a task's verifier on an author's trial answer and record the verdict."""

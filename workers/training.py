@@ -20,13 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.http import QueryDict
 
 from models_gpu.spec.training import TrainingDialogue
-from models_gpu.spec.training_run import DatasetRef, TrainingRunConfig
+from models_gpu.spec.training_run import NOTHING_TO_TRAIN, DatasetRef, TrainingRunConfig
 from webapp.core.database import DATABASE_LOST
+from webapp.dialogues.forms import DialogueFilterForm
 from webapp.runs import services as runs
 from webapp.runs.models import Run
 from webapp.training import services
+from webapp.training.models import TrainingPreview
+from webapp.training.selectors import selected_dialogues, training_dialogues
 from workers.evaluation import CancelWatch, execute_claimed
 
 logger = logging.getLogger(__name__)
@@ -89,15 +93,17 @@ def _train(run_id: int) -> None:
         config = TrainingRunConfig.from_json(run.config)
         check_snapshot(config.dataset)
         if run.attempts > 1:
-            logger.info("run %s: resumed (attempt %s)", run_id, run.attempts)
+            logger.info("run %s: claimed again (attempt %s)", run_id, run.attempts)
         result = train(
             config.training,
             base_model=config.base.location,
             examples=partial(snapshot_dialogues, config.dataset.path),
-            output_dir=services.training_output_dir(run_id),
+            output_dir=services.training_output_dir(run),
             on_log=log_recorder(run_id),
             should_stop=watch,
         )
+        if result.resumed_from:
+            logger.info("run %s: resumed from %s", run_id, result.resumed_from)
         if result.stopped:
             runs.run_finish(run_id=run_id, status=Run.Status.CANCELLED)
             return
@@ -118,3 +124,61 @@ def _train(run_id: int) -> None:
         "wall_seconds": result.wall_seconds,
     }
     runs.run_finish(run_id=run_id, status=Run.Status.SUCCEEDED, accounting=accounting)
+
+
+# A preview tokenizes this many dialogues of the selection (the first by id) and scales its
+# counts to the whole selection.
+PREVIEW_SAMPLE = 200
+
+
+def build_preview(preview_id: int) -> None:
+    """Token counts of the selection under the preview's configuration, and its first dialogue
+    rendered with each method, trained tokens marked; or why the chat template cannot."""
+    from dataclasses import replace
+    from itertools import islice
+
+    from transformers import AutoTokenizer
+
+    from models_gpu.spec.training import METHODS, TrainingConfig
+    from models_gpu.training.encode import ChatTemplateError, encode_for_config, render_preview
+
+    preview = TrainingPreview.objects.select_related("base_model", "created_by").get(pk=preview_id)
+    reader = preview.created_by
+    filters = DialogueFilterForm.from_query(QueryDict(preview.selection), reader=reader).filters()
+    dialogues = selected_dialogues(filters=filters, reader=reader)  # type: ignore[arg-type]
+    total = dialogues.count()
+    sample = list(islice(training_dialogues(dialogues), PREVIEW_SAMPLE))
+    if not sample:
+        services.preview_record(preview_id=preview_id, result=None, error=NOTHING_TO_TRAIN)
+        return
+    config = TrainingConfig.from_json(preview.training_config)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(preview.base_model.location)
+        encoded = [encode_for_config(tokenizer, dialogue, config) for dialogue in sample]
+    except (OSError, ValueError) as error:  # no tokenizer there; ChatTemplateError is a ValueError
+        services.preview_record(preview_id=preview_id, result=None, error=str(error))
+        return
+    examples = []
+    for method in METHODS:
+        try:
+            example = encode_for_config(tokenizer, sample[0], replace(config, method=method))
+            segments = [
+                {"text": text, "trained": trained}
+                for text, trained in render_preview(tokenizer, example)
+            ]
+            examples.append({"method": method, "segments": segments, "error": ""})
+        except ChatTemplateError as error:
+            examples.append({"method": method, "segments": [], "error": str(error)})
+    scale = total / len(sample)
+    result = {
+        "dialogues": total,
+        "sampled": len(sample),
+        "tokens": round(scale * sum(len(e.input_ids) for e in encoded)),
+        "trained_tokens": round(scale * sum(e.trained_tokens for e in encoded)),
+        "truncated": sum(e.truncated for e in encoded),
+        "nothing_to_train": sum(not e.trained_tokens for e in encoded),
+        "longest": max(len(e.input_ids) for e in encoded),
+        "example_dialogue": sample[0].dialogue_id,
+        "examples": examples,
+    }
+    services.preview_record(preview_id=preview_id, result=result)

@@ -24,6 +24,7 @@ from models_gpu.spec.settings import Problem
 from models_gpu.spec.training import TrainingConfig
 
 TRAINING_RUN_SCHEMA = 1
+NOTHING_TO_TRAIN = "No dialogue matches this selection: there is nothing to train on."
 # Backends whose location is a checkpoint directory that training can start from.
 TRAINABLE_BACKENDS = ("transformers", "vllm")
 
@@ -121,9 +122,7 @@ def training_run_problems(config: TrainingRunConfig) -> list[Problem]:
             + checkpoint_problems(base.location)
         ]
     if config.dataset.dialogues < 1:
-        problems.append(
-            Problem("dataset", "No dialogue matches this selection: there is nothing to train on.")
-        )
+        problems.append(Problem("dataset", NOTHING_TO_TRAIN))
     problems += config.training.problems()
     if config.evaluation is not None:
         problems += [

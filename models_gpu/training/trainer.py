@@ -343,11 +343,19 @@ def _nothing_to_train(dialogues: int, config: TrainingConfig) -> ValueError:
     )
 
 
+# transformers writes a checkpoint in place and this file last: a checkpoint without it was cut
+# short (the worker was killed while saving) and cannot be resumed from.
+CHECKPOINT_COMPLETE = "trainer_state.json"
+
+
 def _last_checkpoint(out: Path) -> Path | None:
+    """The newest complete checkpoint; an incomplete one (a save cut short) is passed over."""
     steps = [
         (int(path.name.removeprefix(CHECKPOINT_PREFIX)), path)
         for path in out.glob(f"{CHECKPOINT_PREFIX}*")
-        if path.is_dir() and path.name.removeprefix(CHECKPOINT_PREFIX).isdigit()
+        if path.is_dir()
+        and path.name.removeprefix(CHECKPOINT_PREFIX).isdigit()
+        and (path / CHECKPOINT_COMPLETE).is_file()
     ]
     return max(steps)[1] if steps else None
 

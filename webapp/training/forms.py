@@ -15,7 +15,7 @@ from models_gpu.spec.training import (
     TrainingConfig,
     training_config_problems,
 )
-from models_gpu.spec.training_run import TRAINABLE_BACKENDS
+from models_gpu.spec.training_run import NOTHING_TO_TRAIN, TRAINABLE_BACKENDS
 from webapp.accounts.models import User
 from webapp.core.settings_fields import setting_field
 from webapp.dialogues.forms import DialogueFilterForm
@@ -80,9 +80,7 @@ class TrainingForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         if self.counts().dialogues == 0:
-            self.add_error(
-                "selection", "No dialogue matches this selection: there is nothing to train on."
-            )
+            self.add_error("selection", NOTHING_TO_TRAIN)
         values = {s.name: cleaned[s.name] for s in TRAINING_SETTINGS if s.name in cleaned}
         for problem in training_config_problems(values):
             if problem.field in cleaned:  # a field that failed its own check says so already

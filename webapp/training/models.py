@@ -38,3 +38,29 @@ class DatasetSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.dialogue_count} dialogues)"
+
+
+class TrainingPreview(models.Model):
+    """What a training launch would train on, worked out by a worker (the web process never
+    loads a tokenizer): token counts over a sample of the selection and one example per method
+    with the trained tokens marked, or why the base model's chat template cannot express the
+    method. ``result`` is None until the worker wrote it."""
+
+    selection = models.TextField(blank=True, help_text="The transcript filter's query string.")
+    base_model = models.ForeignKey(
+        "models_registry.ModelSpec", on_delete=models.CASCADE, related_name="+"
+    )
+    training_config = models.JSONField(help_text="models_gpu.spec.training.TrainingConfig")
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"training preview {self.pk}"
+
+    @property
+    def is_done(self) -> bool:
+        return self.result is not None or bool(self.error)

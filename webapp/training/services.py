@@ -16,13 +16,19 @@ from django.http import QueryDict
 
 from models_gpu.spec.run import RunConfig, RunConfigError
 from models_gpu.spec.training import TrainingConfig, TrainingDialogue
-from models_gpu.spec.training_run import DatasetRef, TrainingRunConfig, training_run_problems
+from models_gpu.spec.training_run import (
+    NOTHING_TO_TRAIN,
+    DatasetRef,
+    TrainingRunConfig,
+    training_run_problems,
+)
 from webapp.accounts.models import User
+from webapp.core.dispatch import enqueue_on_commit
 from webapp.dialogues.forms import DialogueFilterForm
 from webapp.models_registry.models import ModelSpec
 from webapp.runs import services as runs
 from webapp.runs.models import MetricPoint, Run
-from webapp.training.models import DatasetSnapshot
+from webapp.training.models import DatasetSnapshot, TrainingPreview
 from webapp.training.selectors import selected_dialogues, selection_counts, training_dialogues
 
 
@@ -38,7 +44,7 @@ def snapshot_create(*, name: str, filter_query: str, reader: User) -> DatasetSna
     dialogues = selected_dialogues(filters=form.filters(), reader=reader)
     counts = selection_counts(dialogues)
     if counts.dialogues == 0:
-        raise EmptySelection("No dialogue matches this selection: there is nothing to train on.")
+        raise EmptySelection(NOTHING_TO_TRAIN)
     sha256, path = _write_snapshot(training_dialogues(dialogues))
     return DatasetSnapshot.objects.create(
         name=name,
@@ -119,9 +125,33 @@ def training_run_create(*, name: str, config: TrainingRunConfig, created_by: Use
     return run
 
 
-def training_output_dir(run_id: int) -> Path:
-    """Where a training run keeps its checkpoints and its final model."""
-    return Path(settings.DIALAB_TRAINING_DIR) / f"run-{run_id}"
+PREVIEW_TASK = "workers.tasks.training_preview"  # on the default queue: it only tokenizes
+
+
+@transaction.atomic
+def preview_create(
+    *, selection: str, base_model: ModelSpec, training: TrainingConfig, created_by: User
+) -> TrainingPreview:
+    """Ask a worker what this launch would train on (``TrainingPreview``)."""
+    preview = TrainingPreview.objects.create(
+        selection=selection,
+        base_model=base_model,
+        training_config=training.to_json(),
+        created_by=created_by,
+    )
+    enqueue_on_commit(PREVIEW_TASK, preview.pk)
+    return preview
+
+
+def preview_record(*, preview_id: int, result: dict[str, object] | None, error: str = "") -> None:
+    TrainingPreview.objects.filter(pk=preview_id).update(result=result, error=error)
+
+
+def training_output_dir(run: Run) -> Path:
+    """Where a training run keeps its checkpoints and its final model. Named by the run's id and
+    configuration hash: ids start again with a new database, and a directory left by another
+    run must never be resumed from."""
+    return Path(settings.DIALAB_TRAINING_DIR) / f"run-{run.pk}-{run.config_hash[:12]}"
 
 
 # --- Worker side -------------------------------------------------------------------------------

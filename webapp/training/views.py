@@ -10,6 +10,7 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from models_gpu.spec.run import RunConfigError
@@ -25,6 +26,7 @@ from webapp.runs.services import evaluation_config
 from webapp.training import services
 from webapp.training.charts import training_curves_figure
 from webapp.training.forms import TrainingForm
+from webapp.training.models import TrainingPreview
 
 
 @researcher_required
@@ -45,6 +47,33 @@ def training_create(request: HttpRequest) -> HttpResponse:
         else:
             return redirect("training_run_detail", pk=run.pk)
     return render(request, "training/training_form.html", {"form": form})
+
+
+@researcher_required
+@require_POST
+def training_preview_create(request: HttpRequest) -> HttpResponse:
+    """The form's "Preview" (htmx): a worker tokenizes a sample of the selection; the answer is
+    a fragment that polls the preview until it is done."""
+    reader: User = request.user  # type: ignore[assignment]
+    form = TrainingForm(request.POST, reader=reader)
+    if not form.is_valid():
+        return render(request, "training/training_preview.html", {"form": form, "preview": None})
+    preview = services.preview_create(
+        selection=form.selection_query,
+        base_model=form.cleaned_data["base_model"],
+        training=form.training_config(),
+        created_by=reader,
+    )
+    return render(request, "training/training_preview.html", {"preview": preview})
+
+
+@researcher_required
+def training_preview_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    preview = get_object_or_404(TrainingPreview, pk=pk, created_by=request.user)
+    response = render(request, "training/training_preview.html", {"preview": preview})
+    if preview.is_done:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
 
 
 @transaction.atomic

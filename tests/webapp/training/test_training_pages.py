@@ -10,51 +10,12 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, TeacherFactory, frozen_run
-from tests.transcript_builders import attempt, feedback, store
+from tests.webapp.training.launch_form import form_data
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
 from webapp.training.models import DatasetSnapshot
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def world(settings: Any, tmp_path: Path, tiny_model_dir: Path) -> dict[str, Any]:
-    settings.DIALAB_DATASETS_DIR = tmp_path / "datasets"
-    settings.DIALAB_TRAINING_DIR = tmp_path / "training"
-    task_set = TaskSetFactory(name="held out")
-    task = TaskFactory(task_set=task_set, prompt="What is 1 + 2?", reference={"answer": "3"})
-    protocol = ProtocolFactory(max_turns=2)
-    source = frozen_run(name="collected", task_set=task_set, protocol=protocol)
-    for sample in range(2):
-        store(source, task.pk, sample, "a_late", [
-            attempt("4", "4", False), feedback("Too high."), attempt("3", "3", True),
-        ])  # fmt: skip
-    store(source, task.pk, 2, "b_same", [attempt("5", "5", False), feedback("No.")])
-    base = ModelSpec.objects.create(
-        name="tiny", backend="transformers", location=str(tiny_model_dir)
-    )
-    return {
-        "task_set": task_set, "protocol": protocol, "source": source, "base": base,
-        "teacher": TeacherFactory(),
-    }  # fmt: skip
-
-
-def form_data(world: dict[str, Any], **changes: Any) -> dict[str, Any]:
-    data = {
-        "selection": "outcome=solved", "name": "", "base_model": world["base"].pk,
-        "eval_task_set": world["task_set"].pk, "eval_protocol": world["protocol"].pk,
-        "eval_teacher": world["teacher"].pk, "eval_samples": 1,
-        "method": "sft", "learning_rate": 0.001, "epochs": 1, "max_steps": 2, "batch_size": 2,
-        "gradient_accumulation_steps": 1, "max_length": 512, "warmup_ratio": 0.0,
-        "weight_decay": 0.0, "lr_scheduler": "linear", "finetuning": "full", "lora_r": 8,
-        "lora_alpha": 16, "lora_dropout": 0.0, "seed": 0, "save_steps": 1,
-        "keep_checkpoints": 2, "logging_steps": 1, "device": "cpu", "precision": "float32",
-        "critique_instruction": "Critique the answer.", "qpriming_decay": 0.75,
-        "qpriming_question_template": "Could you say more?",
-    }  # fmt: skip
-    return {**data, **changes}
 
 
 def test_the_transcript_list_offers_training_on_its_filter(
