@@ -13,17 +13,21 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
+import signal
+import subprocess
+import sys
+import time
 import traceback
-from collections.abc import Iterator, Mapping
-from functools import partial
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.http import QueryDict
 
-from models_gpu.spec.training import TrainingDialogue
 from models_gpu.spec.training_run import NOTHING_TO_TRAIN, DatasetRef, TrainingRunConfig
+from models_gpu.training.launch import TrainingJob
 from webapp.core.database import DATABASE_LOST
 from webapp.dialogues.forms import DialogueFilterForm
 from webapp.runs import services as runs
@@ -38,6 +42,9 @@ logger = logging.getLogger(__name__)
 # The curves a training run draws, from the trainer's log entries.
 CURVES = ("loss", "learning_rate", "grad_norm", "tokens_per_second")
 READ_BLOCK = 1 << 20
+POLL_SECONDS = 0.5  # how often the worker reads the training's progress and its cancel
+JOB_LOG = "job.log"  # the training processes' output, in the run's output directory
+PR_SET_PDEATHSIG = 1
 
 
 class DatasetChanged(Exception):
@@ -59,24 +66,87 @@ def check_snapshot(dataset: DatasetRef) -> None:
         )
 
 
-def snapshot_dialogues(path: str) -> Iterator[TrainingDialogue]:
-    """The snapshot's dialogues, one line at a time."""
-    with open(path, encoding="utf-8") as snapshot:
-        for line in snapshot:
-            yield TrainingDialogue.from_json(json.loads(line))
+class ProgressReader:
+    """Records the training processes' log entries (``progress.jsonl``) as they are appended:
+    metric points and the run's progress by step."""
 
+    def __init__(self, run_id: int, path: Path) -> None:
+        self.run_id, self.path, self.offset = run_id, path, 0
 
-def log_recorder(run_id: int) -> Any:
-    def record(entry: Mapping[str, Any]) -> None:
+    def read_new(self) -> None:
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as progress:
+            progress.seek(self.offset)
+            data = progress.read()
+        complete = data[: data.rfind(b"\n") + 1]  # a line still being written waits
+        self.offset += len(complete)
+        for line in complete.decode("utf-8").splitlines():
+            self.record(json.loads(line))
+
+    def record(self, entry: Mapping[str, Any]) -> None:
         step = int(entry["step"])
         values = {name: float(entry[name]) for name in CURVES if entry.get(name) is not None}
         if values:
-            services.metric_points_record(run_id=run_id, step=step, values=values)
+            services.metric_points_record(run_id=self.run_id, step=step, values=values)
         services.training_progress(
-            run_id=run_id, step=step, total_steps=int(entry.get("total_steps") or 0)
+            run_id=self.run_id, step=step, total_steps=int(entry.get("total_steps") or 0)
         )
 
-    return record
+
+class TrainingProcessFailed(Exception):
+    """The training process exited with an error (its last lines say which)."""
+
+
+def run_training_job(job: TrainingJob, progress: ProgressReader, watch: CancelWatch) -> Any:
+    """Run ``job`` in its own process(es) (``models_gpu.training.launch``), recording its
+    progress and passing on a cancel; its ``TrainResult`` as plain data."""
+    from models_gpu.training.launch import launch_command, processes_for
+
+    out = Path(job.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    job_file = out / "job.json"
+    job_file.write_text(json.dumps(job.to_json(), indent=2) + "\n", encoding="utf-8")
+    # This attempt's progress only: an earlier attempt's steps are in the database already, and
+    # reading them again would move the run's progress back.
+    job.result_path.unlink(missing_ok=True)
+    job.progress_path.unlink(missing_ok=True)
+    command = launch_command(job_file, processes_for(job.config.device))
+    with (out / JOB_LOG).open("ab") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+        )
+        try:
+            while process.poll() is None:
+                time.sleep(POLL_SECONDS)
+                progress.read_new()
+                if watch():
+                    job.stop_path.touch()  # again each time: the job clears it when it starts
+        finally:
+            if process.poll() is None:  # this worker is stopping: so does its training
+                process.kill()
+                process.wait()
+    progress.read_new()
+    if process.returncode != 0 or not job.result_path.exists():
+        raise TrainingProcessFailed(_failure(out / JOB_LOG, process.returncode))
+    return json.loads(job.result_path.read_text(encoding="utf-8"))
+
+
+def _die_with_parent() -> None:
+    """In the training process, before it starts: die when the worker dies (Linux), so that a
+    killed worker never leaves a training process writing to a run another worker resumes."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _failure(log: Path, returncode: int | None) -> str:
+    """The error a failed training process ended with: the last line of its traceback."""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    errors = [line for line in lines if re.match(r"^[\w.]+(Error|Exception)\b.*:", line)]
+    last = errors[-1] if errors else (lines[-1] if lines else "no output")
+    return f"the training process exited with status {returncode}: {last} (log: {log})"
 
 
 def execute_training(run_id: int, *, worker: str, background_heartbeat: bool = True) -> bool:
@@ -85,8 +155,6 @@ def execute_training(run_id: int, *, worker: str, background_heartbeat: bool = T
 
 
 def _train(run_id: int) -> None:
-    from models_gpu.training.trainer import train  # torch, transformers, TRL: on the worker only
-
     run = Run.objects.get(pk=run_id)
     watch = CancelWatch(run_id, interval_seconds=min(1.0, settings.DIALAB_HEARTBEAT_SECONDS))
     try:
@@ -94,21 +162,20 @@ def _train(run_id: int) -> None:
         check_snapshot(config.dataset)
         if run.attempts > 1:
             logger.info("run %s: claimed again (attempt %s)", run_id, run.attempts)
-        result = train(
-            config.training,
+        out = services.training_output_dir(run)
+        job = TrainingJob(
+            config=config.training,
             base_model=config.base.location,
-            examples=partial(snapshot_dialogues, config.dataset.path),
-            output_dir=services.training_output_dir(run),
-            on_log=log_recorder(run_id),
-            should_stop=watch,
+            examples=config.dataset.path,
+            output_dir=str(out),
         )
-        if result.resumed_from:
-            logger.info("run %s: resumed from %s", run_id, result.resumed_from)
-        if result.stopped:
+        result = run_training_job(job, ProgressReader(run_id, job.progress_path), watch)
+        if result["resumed_from"]:
+            logger.info("run %s: resumed from %s", run_id, result["resumed_from"])
+        if result["stopped"]:
             runs.run_finish(run_id=run_id, status=Run.Status.CANCELLED)
             return
-        assert result.final_dir is not None
-        trained = services.trained_model_register(run_id=run_id, location=result.final_dir)
+        trained = services.trained_model_register(run_id=run_id, location=result["final_dir"])
         services.evaluations_launch(run_id=run_id, trained=trained)
     except DATABASE_LOST:
         raise  # not the run's fault: the task resumes it (workers.recovery)
@@ -118,10 +185,10 @@ def _train(run_id: int) -> None:
         runs.run_finish(run_id=run_id, status=Run.Status.FAILED, error=summary)
         return
     accounting = {
-        "optimizer_steps": result.global_step,
-        "examples": result.dataset.examples,
-        "trained_tokens_per_epoch": result.dataset.trained_tokens,
-        "wall_seconds": result.wall_seconds,
+        "optimizer_steps": result["global_step"],
+        "examples": result["dataset"]["examples"],
+        "trained_tokens_per_epoch": result["dataset"]["trained_tokens"],
+        "wall_seconds": result["wall_seconds"],
     }
     runs.run_finish(run_id=run_id, status=Run.Status.SUCCEEDED, accounting=accounting)
 

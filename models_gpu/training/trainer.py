@@ -140,14 +140,19 @@ def train(
     started = time.perf_counter()
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _claim(out, config, str(base_model))
+    import torch
+    from accelerate import PartialState
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, set_seed
+    from trl.trainer.sft_trainer import SFTTrainer
+
+    # Under ``accelerate launch`` (one process per GPU: launch.py) the main process claims the
+    # directory and writes the dataset; the others wait, then read what it wrote.
+    processes = PartialState()
+    with processes.main_process_first():
+        _claim(out, config, str(base_model))
     finished = _finished(out, started)
     if finished is not None:
         return finished
-
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, set_seed
-    from trl.trainer.sft_trainer import SFTTrainer
 
     device = resolve_device(config.device)
     if device.type == "cuda" and device.index is not None:
@@ -156,7 +161,8 @@ def train(
     tokenizer = AutoTokenizer.from_pretrained(base_model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    dataset, stats = _dataset(out, tokenizer, config, examples, write_question)
+    with processes.main_process_first():
+        dataset, stats = _dataset(out, tokenizer, config, examples, write_question)
     resume = _last_checkpoint(out)
 
     set_seed(config.seed)  # before the model exists: LoRA's initialisation draws from it
@@ -203,7 +209,10 @@ def train(
         wall_seconds=0.0,
     )
     if not stopped:
-        final = _save_final(trainer, tokenizer, out, config, str(base_model), result, lora)
+        final = out / FINAL_DIR
+        if processes.is_main_process:
+            _save_final(trainer, tokenizer, out, config, str(base_model), result, lora)
+        processes.wait_for_everyone()
         result = _with(result, final_dir=str(final))
     return _with(result, wall_seconds=round(time.perf_counter() - started, 3))
 
@@ -279,8 +288,17 @@ def _dataset(
     target = out / DATASET_DIR
     if not (target / STATS_FILE).exists():
         counts = {field: 0 for field in DatasetStats.__dataclass_fields__}
+        # An error while encoding (a chat template that cannot express the layout) is raised
+        # as itself below: datasets would wrap it, or report an empty split instead.
+        failures: list[Exception] = []
 
         def rows() -> Iterable[dict[str, Any]]:
+            try:
+                yield from encoded_rows()
+            except Exception as error:
+                failures.append(error)
+
+        def encoded_rows() -> Iterable[dict[str, Any]]:
             for dialogue in examples() if callable(examples) else examples:
                 counts["dialogues"] += 1
                 encoded = encode_for_config(
@@ -319,9 +337,13 @@ def _dataset(
                     rows, features=features, cache_dir=str(scratch), fingerprint=uuid.uuid4().hex
                 )
             except Exception:
+                if failures:
+                    raise failures[0] from None
                 if counts["examples"] == 0:  # datasets refuses an empty split
                     raise _nothing_to_train(counts["dialogues"], config) from None
                 raise
+            if failures:
+                raise failures[0]
             if counts["examples"] == 0:
                 raise _nothing_to_train(counts["dialogues"], config)
             shutil.rmtree(building, ignore_errors=True)
@@ -441,8 +463,8 @@ def _progress_callback(on_log: LogCallback | None) -> Any:
         def on_log(
             self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any
         ) -> None:
-            if on_log is None or not logs or "loss" not in logs:
-                return
+            if on_log is None or not logs or "loss" not in logs or not state.is_world_process_zero:
+                return  # one report per step, from the main process
             now, tokens = time.perf_counter(), int(state.num_input_tokens_seen)
             elapsed = now - self.since
             speed = (tokens - self.tokens) / elapsed if elapsed > 0 else None
@@ -471,13 +493,26 @@ def _stop_callback(should_stop: Callable[[], bool]) -> Any:
         stopped = False
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-            if should_stop():
+            if _main_decides(should_stop):
                 self.stopped = True
                 control.should_training_stop = True
                 control.should_save = True
             return control
 
     return Stop()
+
+
+def _main_decides(question: Callable[[], bool]) -> bool:
+    """``question()`` as the main process answers it, the same in every process (processes that
+    decided apart would wait on each other forever at the next step)."""
+    from accelerate import PartialState
+    from accelerate.utils import broadcast_object_list
+
+    processes = PartialState()
+    answer = [question() if processes.is_main_process else False]
+    if processes.num_processes > 1:
+        broadcast_object_list(answer, from_process=0)
+    return bool(answer[0])
 
 
 def _save_final(

@@ -3,6 +3,7 @@ house model (in-process: the worker-process test is in tests/e2e)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +107,50 @@ def test_a_base_that_is_not_a_checkpoint_is_refused_at_launch(launch: Any, tmp_p
     assert [problem.field for problem in refused.value.problems] == ["base_model"]
     assert "not a directory" in str(refused.value)
     assert not Run.objects.filter(kind=Run.Kind.TRAIN).exists()
+
+
+def test_a_cancel_stops_the_training_process_at_a_checkpoint(
+    launch: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workers import training
+
+    run = launch(TrainingConfig(max_steps=200, batch_size=2, save_steps=50, logging_steps=1))
+    record = training.ProgressReader.record
+
+    def cancel_after_step_3(reader: Any, entry: Any) -> None:
+        record(reader, entry)
+        if entry["step"] == 3:  # as the cancel button does, while the process trains
+            Run.objects.filter(pk=reader.run_id).update(cancel_requested=True)
+
+    monkeypatch.setattr(training.ProgressReader, "record", cancel_after_step_3)
+    execute_training(run.pk, worker="test", background_heartbeat=False)
+    run.refresh_from_db()
+    assert run.status == Run.Status.CANCELLED, run.error
+    assert 3 <= run.progress_done < 200
+    out = Path(run.config["dataset"]["path"]).parents[1] / "training"
+    (checkpoint,) = out.glob("run-*/checkpoint-*")  # saved when it stopped
+    assert int(checkpoint.name.removeprefix("checkpoint-")) == run.progress_done
+    assert not ModelSpec.objects.filter(trained_by_run=run).exists()
+
+
+def test_a_failing_training_process_fails_the_run_with_its_error(
+    launch: Any, tmp_path: Path
+) -> None:
+    from transformers import AutoTokenizer
+
+    from tests.models_gpu.training.test_encode import REWRITES_LAST
+
+    rewriting = tmp_path / "rewriting"
+    shutil.copytree(launch.base.location, rewriting)
+    tokenizer = AutoTokenizer.from_pretrained(rewriting)
+    tokenizer.chat_template = REWRITES_LAST
+    tokenizer.save_pretrained(rewriting)
+    base = ModelSpec.objects.create(
+        name="rewrites", backend="transformers", location=str(rewriting)
+    )
+    run = launch(base_model=base)
+    execute_training(run.pk, worker="test", background_heartbeat=False)
+    run.refresh_from_db()
+    assert run.status == Run.Status.FAILED
+    assert "the training process exited with status 1" in run.error
+    assert "ChatTemplateError" in run.error and "cannot express the sft layout" in run.error
