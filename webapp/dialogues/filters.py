@@ -64,15 +64,35 @@ DEFAULT_SORT = "-run"
 
 @dataclass(frozen=True)
 class LabelMatch:
-    """``helpfulness=5``, ``reveals_answer=yes``, ``feedback_kind=hint``: a question's key and
-    the value a submitted label gave it (yes/no as booleans, whole numbers as numbers)."""
+    """A condition on the submitted labels of a question (its key), by ``op``:
+
+    ``helpfulness=5``, ``reveals_answer=yes``: some label gave it this value;
+    ``reveals_answer!=yes``: no label gave it this value (unlabelled dialogues included);
+    ``helpfulness>=4`` (also ``>``, ``<=``, ``<``): some label on a rating scale is in range.
+    Yes/no are booleans and whole numbers numbers, as labels store them.
+    """
 
     key: str
     value: bool | int | str
+    op: str = "="
 
     def __str__(self) -> str:
         shown = {True: "yes", False: "no"}.get(self.value, self.value)  # type: ignore[call-overload]
-        return f"{self.key}={shown}"
+        return f"{self.key}{self.op}{shown}"
+
+    def accepts(self, number: int) -> bool:
+        """For the comparisons: whether a rating of ``number`` meets this condition."""
+        assert isinstance(self.value, int) and self.op in COMPARISONS
+        return COMPARISONS[self.op](number, self.value)
+
+
+COMPARISONS = {
+    ">=": lambda a, b: a >= b,
+    ">": lambda a, b: a > b,
+    "<=": lambda a, b: a <= b,
+    "<": lambda a, b: a < b,
+}
+LABEL_OPERATORS = ("!=", *COMPARISONS, "=")  # longest first, as they are read
 
 
 @dataclass(frozen=True)
@@ -98,6 +118,9 @@ class DialogueFilters:
     # the annotator a queue assigned the dialogue to.
     labelled: bool | None = None
     label: LabelMatch | None = None
+    # Annotators' agreement on a question (its key): True, two or more annotators answered it and
+    # all gave the same answer (on each turn, for a turn question); False, two or more disagree.
+    agreement: tuple[str, bool] | None = None
     annotator_id: int | None = None
     sort: str = DEFAULT_SORT
 

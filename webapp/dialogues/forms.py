@@ -17,7 +17,15 @@ from django.forms.models import ModelChoiceIterator
 
 from webapp.accounts.models import User
 from webapp.annotations.models import QueueAssignment
-from webapp.dialogues.filters import DEFAULT_SORT, SORTS, DialogueFilters, IntRange, LabelMatch
+from webapp.dialogues.filters import (
+    COMPARISONS,
+    DEFAULT_SORT,
+    LABEL_OPERATORS,
+    SORTS,
+    DialogueFilters,
+    IntRange,
+    LabelMatch,
+)
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.selectors import queued_for
 from webapp.models_registry.models import ModelSpec
@@ -190,21 +198,49 @@ def _yes_no(value: str) -> bool | None:
 
 
 class LabelMatchField(forms.CharField):
-    """``key=value``; yes/no become booleans and whole numbers numbers, as labels store them."""
+    """``key=value``, ``key!=value`` or a comparison (``key>=4``); yes/no become booleans and
+    whole numbers numbers, as labels store them (see ``filters.LabelMatch``)."""
+
+    PATTERN = re.compile(
+        r"^\s*(?P<key>[^=!<>\s]+)\s*(?P<op>"
+        + "|".join(re.escape(op) for op in LABEL_OPERATORS)
+        + r")\s*(?P<value>.+?)\s*$"
+    )
 
     def to_python(self, value: Any) -> LabelMatch | None:  # type: ignore[override]
         text = (super().to_python(value) or "").strip()
         if not text:
             return None
-        key, sep, raw = (part.strip() for part in text.partition("="))
-        if not sep or not key or not raw:
-            raise forms.ValidationError("Write a label as question=value, e.g. helpfulness=5.")
+        match = self.PATTERN.match(text)
+        if not match:
+            raise forms.ValidationError(
+                "Write a label as question=value (or !=, >=, >, <=, <), e.g. helpfulness>=4 "
+                "or reveals_answer!=yes."
+            )
+        raw, op = match["value"], match["op"]
         parsed: bool | int | str = raw
         if raw.lower() in ("yes", "no"):
             parsed = raw.lower() == "yes"
         elif re.fullmatch(r"-?\d+", raw):
             parsed = int(raw)
-        return LabelMatch(key=key, value=parsed)
+        if op in COMPARISONS and (isinstance(parsed, bool) or not isinstance(parsed, int)):
+            raise forms.ValidationError(f"{op} compares ratings: write a whole number after it.")
+        return LabelMatch(key=match["key"], value=parsed, op=op)
+
+
+class AgreementField(forms.CharField):
+    """``helpfulness``: annotators agree on it; ``!helpfulness``: they disagree."""
+
+    def to_python(self, value: Any) -> tuple[str, bool] | None:  # type: ignore[override]
+        text = (super().to_python(value) or "").strip()
+        if not text:
+            return None
+        key = text.removeprefix("!").strip()
+        if not re.fullmatch(r"[-\w]+", key):
+            raise forms.ValidationError(
+                "Write a label question's key (annotators agree) or !key (they disagree)."
+            )
+        return key, not text.startswith("!")
 
 
 class DialogueFilterForm(forms.Form):
@@ -261,7 +297,12 @@ class DialogueFilterForm(forms.Form):
     label = LabelMatchField(
         required=False,
         label="Label",
-        widget=forms.TextInput(attrs={"placeholder": "helpfulness=5, reveals_answer=yes"}),
+        widget=forms.TextInput(attrs={"placeholder": "helpfulness>=4, reveals_answer!=yes"}),
+    )
+    agree = AgreementField(
+        required=False,
+        label="Annotators agree on",
+        widget=forms.TextInput(attrs={"placeholder": "reveals_answer, or !key: they disagree"}),
     )
     annotator = ListedModelChoiceField(
         queryset=User.objects.filter(
@@ -336,6 +377,7 @@ class DialogueFilterForm(forms.Form):
             search=(data.get("q") or "").strip(),
             labelled=_yes_no(data.get("labelled") or ""),
             label=data.get("label"),
+            agreement=data.get("agree"),
             annotator_id=data["annotator"].pk if data.get("annotator") else None,
             sort=data.get("sort") or DEFAULT_SORT,
         )

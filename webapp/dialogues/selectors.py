@@ -10,9 +10,9 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Left
 
 from webapp.accounts.models import User
-from webapp.annotations.models import Annotation, QueueAssignment
+from webapp.annotations.models import Annotation, LabelQuestion, QueueAssignment
 from webapp.dialogues import search
-from webapp.dialogues.filters import DialogueFilters, IntRange
+from webapp.dialogues.filters import DialogueFilters, IntRange, LabelMatch
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.summary import kinds_mask, masks_with
 from webapp.runs.models import Run
@@ -73,14 +73,45 @@ def _filter_labels(
         has_labels = Exists(labels)
         dialogues = dialogues.filter(has_labels if filters.labelled else ~has_labels)
     if filters.label is not None:
-        match = labels.filter(question__key=filters.label.key, value=filters.label.value)
-        dialogues = dialogues.filter(Exists(match))
+        dialogues = dialogues.filter(_label_condition(labels, filters.label))
+    if filters.agreement is not None:
+        dialogues = dialogues.filter(_agreement_condition(labels, *filters.agreement))
     if filters.annotator_id is not None:
         assigned = QueueAssignment.objects.filter(
             dialogue=OuterRef("pk"), annotator_id=filters.annotator_id
         )
         dialogues = dialogues.filter(Exists(assigned))
     return dialogues
+
+
+def _label_condition(labels: QuerySet[Annotation], label: LabelMatch) -> Q | Exists:
+    on_question = labels.filter(question__key=label.key)
+    if label.op == "=":
+        return Exists(on_question.filter(value=label.value))
+    if label.op == "!=":
+        return ~Exists(on_question.filter(value=label.value))
+    # A comparison: the rating values that meet it, on the scales of the questions of this key.
+    scales = LabelQuestion.objects.filter(key=label.key, kind=LabelQuestion.Kind.RATING)
+    values = sorted({v for question in scales for v in question.scale if label.accepts(v)})
+    rated = on_question.filter(question__kind=LabelQuestion.Kind.RATING, value__in=values)
+    return Exists(rated) if values else Q(pk__in=[])
+
+
+def _agreement_condition(labels: QuerySet[Annotation], key: str, agree: bool) -> Q:
+    """Each (dialogue, turn) that two or more annotators answered on question ``key`` is a
+    group: agreement is a group with one distinct answer and none with more; disagreement, a
+    group with more than one."""
+    groups = (
+        labels.filter(question__key=key)
+        .order_by()
+        .values("turn_id")
+        .annotate(authors=Count("author", distinct=True), answers=Count("value", distinct=True))
+        .filter(authors__gte=2)
+    )
+    disagreeing = Exists(groups.filter(answers__gt=1))
+    if not agree:
+        return Q(disagreeing)
+    return Q(Exists(groups.filter(answers=1))) & ~Q(disagreeing)
 
 
 FilterStep = Callable[[QuerySet[Dialogue], DialogueFilters], QuerySet[Dialogue]]

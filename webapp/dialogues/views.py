@@ -51,8 +51,10 @@ def _clean_query(query: QueryDict) -> QueryDict:
 
 
 def _filter_controls(form: DialogueFilterForm, *, reader: User) -> SafeString:
-    """The filters' labelled controls; the annotator select only for researchers."""
-    hidden = {"q", "has"} if reader.is_researcher else {"q", "has", "annotator"}
+    """The filters' labelled controls; the annotator and agreement filters only for
+    researchers."""
+    # Annotators see only their own labels (blind labelling): agreement is not theirs to see.
+    hidden = {"q", "has"} if reader.is_researcher else {"q", "has", "annotator", "agree"}
     return render_fragment(
         "dialogues/transcript_filters.html",
         {

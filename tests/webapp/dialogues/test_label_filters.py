@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from tests.factories import UserFactory
@@ -51,6 +52,40 @@ def test_researchers_filter_by_labels_and_annotator(researcher_client: Any, labe
     assert listed(researcher_client, label="helpfulness=2") == {first}
     assert listed(researcher_client, label="helpfulness=4") == set(), "drafts do not count"
     assert listed(researcher_client, annotator=labelled["other"].pk) == {first, second}
+
+
+def test_labels_select_by_range_and_by_absence(researcher_client: Any, labelled: Any) -> None:
+    """helpfulness is a rating scale: first has labels 5 and 2; second only a draft."""
+    first, second = labelled["first"].pk, labelled["second"].pk
+    everyone = set(Dialogue.objects.values_list("pk", flat=True))
+    assert listed(researcher_client, label="helpfulness>=4") == {first}
+    assert listed(researcher_client, label="helpfulness>5") == set()
+    assert listed(researcher_client, label="helpfulness<3") == {first}
+    assert listed(researcher_client, label="helpfulness <= 1") == set()
+    # "Not marked": no submitted label has the value (unlabelled dialogues included).
+    assert listed(researcher_client, label="helpfulness!=5") == everyone - {first}
+    assert second in listed(researcher_client, label="helpfulness!=4"), "drafts do not count"
+    refused = researcher_client.get(reverse("dialogue_list"), {"label": "helpfulness>=yes"})
+    assert "&gt;= compares ratings: write a whole number" in refused.content.decode()
+
+
+def test_researchers_select_by_annotator_agreement(
+    researcher_client: Any, annotator: Any, labelled: Any
+) -> None:
+    first = labelled["first"]
+    assert listed(researcher_client, agree="!helpfulness") == {first.pk}  # 5 against 2
+    assert listed(researcher_client, agree="helpfulness") == set()
+    turn = first.turns.filter(role="teacher").first()
+    question = LabelQuestion.objects.get(key="helpfulness")
+    annotation_save(question=question, dialogue=first, turn=turn, author=labelled["other"],
+                    value=5, draft=False)  # fmt: skip
+    assert listed(researcher_client, agree="helpfulness") == {first.pk}
+    assert listed(researcher_client, agree="!helpfulness") == set()
+    # An annotator sees only their own labels: agreement is never theirs to filter by.
+    annotator_client = Client()
+    annotator_client.force_login(annotator)
+    assert listed(annotator_client, agree="helpfulness") == set()
+    assert 'name="agree"' not in annotator_client.get(reverse("dialogue_list")).content.decode()
 
 
 def test_an_annotators_label_filters_see_only_their_own_labels(
