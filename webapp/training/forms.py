@@ -11,6 +11,7 @@ from django.http import QueryDict
 from models_gpu.spec.run import MAX_SAMPLES_PER_TASK
 from models_gpu.spec.training import (
     METHODS,
+    SETTING_APPLIES,
     TRAINING_SETTINGS,
     TrainingConfig,
     training_config_problems,
@@ -99,5 +100,10 @@ class TrainingForm(forms.Form):
     def launch_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in ("name", "base_model", *EVALUATION_FIELDS)]
 
-    def settings_fields(self) -> list[forms.BoundField]:
-        return [self[setting.name] for setting in TRAINING_SETTINGS]
+    def settings_fields(self) -> list[tuple[forms.BoundField, str, str]]:
+        """Each hyperparameter's field, and the (other field, value) it applies under ("", ""
+        when always): the page hides the ones that do not apply to the choices made."""
+        return [
+            (self[setting.name], *SETTING_APPLIES.get(setting.name, ("", "")))
+            for setting in TRAINING_SETTINGS
+        ]

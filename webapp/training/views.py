@@ -138,7 +138,11 @@ def _evaluations(run: Run, config: TrainingRunConfig) -> dict[str, Any]:
     shown = [r for r in (base_run, trained_run) if r is not None]
     curves = run_selectors.runs_accuracy_by_turn(runs=shown)
     differences = []
-    if base_run is not None and trained_run is not None:
+    if (
+        base_run is not None
+        and trained_run is not None
+        and all(curves[r.pk] and curves[r.pk][0].accuracy.total for r in (base_run, trained_run))
+    ):
         differences = [
             (
                 base.turn,
