@@ -25,7 +25,7 @@ from webapp.runs.models import MetricPoint, Run
 from webapp.runs.services import evaluation_config
 from webapp.training import services
 from webapp.training.charts import training_curves_figure
-from webapp.training.forms import TrainingForm
+from webapp.training.forms import EVALUATION_FIELDS, TrainingForm
 from webapp.training.models import TrainingPreview
 
 
@@ -56,8 +56,13 @@ def training_preview_create(request: HttpRequest) -> HttpResponse:
     a fragment that polls the preview until it is done."""
     reader: User = request.user  # type: ignore[assignment]
     form = TrainingForm(request.POST, reader=reader)
-    if not form.is_valid():
-        return render(request, "training/training_preview.html", {"form": form, "preview": None})
+    form.is_valid()
+    # The held-out evaluation does not change what is trained: it may still be empty.
+    blocking = {
+        name: errors for name, errors in form.errors.items() if name not in EVALUATION_FIELDS
+    }
+    if blocking:
+        return render(request, "training/training_preview.html", {"errors": blocking})
     preview = services.preview_create(
         selection=form.selection_query,
         base_model=form.cleaned_data["base_model"],
