@@ -168,6 +168,7 @@ def _train(run_id: int) -> None:
             base_model=config.base.location,
             examples=config.dataset.path,
             output_dir=str(out),
+            question_writer=config.question_writer,
         )
         result = run_training_job(job, ProgressReader(run_id, job.progress_path), watch)
         if result["resumed_from"]:

@@ -3,8 +3,9 @@ the training worker reads (as ``spec.run.RunConfig`` is for an evaluation).
 
 It names the base model, the dataset snapshot (a file of ``TrainingDialogue`` lines and its
 sha256: what the run trains on, even if the runs it came from are deleted), the hyperparameters
-(``spec.training.TrainingConfig``) and the held-out evaluation that follows: a ``RunConfig``
-whose student is the base model. When training ends, the same configuration with the trained
+(``spec.training.TrainingConfig``), for Q-priming the model that writes the questions (none: the
+question template), and the held-out evaluation that follows: a ``RunConfig`` whose student is
+the base model. When training ends, the same configuration with the trained
 model as the student evaluates it, and the base's evaluation is the one with exactly this
 configuration (reused when it exists).
 """
@@ -23,10 +24,14 @@ from models_gpu.spec.run import RoleSpec, RunConfig, exact_keys, run_config_prob
 from models_gpu.spec.settings import Problem
 from models_gpu.spec.training import TrainingConfig
 
-TRAINING_RUN_SCHEMA = 1
+TRAINING_RUN_SCHEMA = 2
+# Schema 1 had no question writer: such runs wrote Q-priming's questions from the template.
+READABLE_SCHEMAS = (1, TRAINING_RUN_SCHEMA)
 NOTHING_TO_TRAIN = "No dialogue matches this selection: there is nothing to train on."
 # Backends whose location is a checkpoint directory that training can start from.
 TRAINABLE_BACKENDS = ("transformers", "vllm")
+# Backends that can write Q-priming's questions (a model that generates text).
+WRITER_BACKENDS = ("transformers", "vllm", "openai")
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class TrainingRunConfig:
     dataset: DatasetRef
     training: TrainingConfig
     evaluation: RunConfig | None = None
+    question_writer: RoleSpec | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +61,7 @@ class TrainingRunConfig:
             "dataset": asdict(self.dataset),
             "training": self.training.to_json(),
             "evaluation": self.evaluation.to_json() if self.evaluation else None,
+            "question_writer": asdict(self.question_writer) if self.question_writer else None,
         }
 
     @classmethod
@@ -62,18 +69,23 @@ class TrainingRunConfig:
         """Strict: a key missing or unknown anywhere is a ValueError naming it."""
         data = dict(data)
         schema = data.pop("schema", None)
-        if schema != TRAINING_RUN_SCHEMA:
+        if schema not in READABLE_SCHEMAS:
             raise ValueError(
                 f"training run configuration schema {schema!r}; this code reads "
-                f"{TRAINING_RUN_SCHEMA}"
+                f"{', '.join(map(str, READABLE_SCHEMAS))}"
             )
+        if schema == 1:
+            data["question_writer"] = None
         exact_keys(cls, data, "training run configuration")
-        evaluation = data["evaluation"]
+        evaluation, writer = data["evaluation"], data["question_writer"]
         return cls(
             base=RoleSpec(**exact_keys(RoleSpec, data["base"], "base")),
             dataset=DatasetRef(**exact_keys(DatasetRef, data["dataset"], "dataset")),
             training=TrainingConfig.from_json(data["training"]),
             evaluation=RunConfig.from_json(evaluation) if evaluation is not None else None,
+            question_writer=(
+                RoleSpec(**exact_keys(RoleSpec, writer, "question writer")) if writer else None
+            ),
         )
 
     def config_hash(self) -> str:
@@ -124,9 +136,32 @@ def training_run_problems(config: TrainingRunConfig) -> list[Problem]:
     if config.dataset.dialogues < 1:
         problems.append(Problem("dataset", NOTHING_TO_TRAIN))
     problems += config.training.problems()
+    problems += question_writer_problems(config.question_writer, config.training.method)
     if config.evaluation is not None:
         problems += [
             Problem(f"evaluation_{problem.field}", problem.message)
             for problem in run_config_problems(config.evaluation)
         ]
     return problems
+
+
+def question_writer_problems(writer: RoleSpec | None, method: str) -> list[Problem]:
+    """Why ``writer`` cannot write the questions of a ``method`` run (none when there is no
+    writer: the question template writes them)."""
+    if writer is None:
+        return []
+    name = writer.name or writer.backend
+    if method != "qpriming":
+        return [Problem("question_writer", "Only Q-priming writes questions: leave it empty.")]
+    if writer.backend not in WRITER_BACKENDS:
+        return [
+            Problem(
+                "question_writer",
+                f"{name} uses the {writer.backend} backend: questions are written by a model "
+                f"({', '.join(WRITER_BACKENDS)} backend), or by the template when none is chosen.",
+            )
+        ]
+    return [
+        Problem("question_writer", f"{name}: {problem.message}")
+        for problem in backend_problems(writer.backend, writer.location, writer.params)
+    ]

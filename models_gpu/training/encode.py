@@ -50,7 +50,7 @@ skips those.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +63,13 @@ from models_gpu.spec.training import (
     TrainingConfig,
     TrainingDialogue,
 )
-from models_gpu.training.qpriming import QuestionWriter, prime_dialogue, template_writer
+from models_gpu.training.qpriming import (
+    QuestionWriter,
+    dialogue_rng,
+    prime_dialogue,
+    prime_dialogues,
+    template_writer,
+)
 from models_gpu.types import Message
 
 IGNORE_INDEX = -100  # the label transformers' causal-LM loss skips
@@ -110,6 +116,13 @@ def layout(
     if method == "qpriming":
         writer = write_question or template_writer(question_template)
         dialogue = prime_dialogue(dialogue, decay=qpriming_decay, rng=rng, write_question=writer)
+    return _laid_out(dialogue, method, critique_instruction)
+
+
+def _laid_out(
+    dialogue: TrainingDialogue, method: str, critique_instruction: str
+) -> list[LaidOutMessage]:
+    """``layout`` of a dialogue already rewritten for its method (Q-priming's questions in)."""
     view = student_view(
         system=dialogue.student_system,
         task_prompt=dialogue.task_prompt,
@@ -187,9 +200,33 @@ def encode_for_config(
     )
 
 
-def dialogue_rng(seed: int, dialogue_id: int) -> random.Random:
-    """The random stream of one dialogue under one seed (stable across processes)."""
-    return random.Random(f"dialab-training:{seed}:{dialogue_id}")
+def encode_stream(
+    tokenizer: Any,
+    dialogues: Iterable[TrainingDialogue],
+    config: TrainingConfig,
+    *,
+    write_question: QuestionWriter | None = None,
+) -> Iterator[tuple[TrainingDialogue, EncodedExample]]:
+    """``encode_for_config`` over a stream, each dialogue with its example. Q-priming's questions
+    are written a chunk of dialogues at a time (``prime_dialogues``: one call of a model writer
+    per chunk); the examples are the same as ``encode_for_config``'s, one by one."""
+    what = f"{config.method} layout"
+    if config.method != "qpriming":
+        for dialogue in dialogues:
+            yield dialogue, encode_for_config(tokenizer, dialogue, config)
+        return
+    primed = prime_dialogues(
+        dialogues,
+        decay=config.qpriming_decay,
+        seed=config.seed,
+        write_question=write_question or template_writer(config.qpriming_question_template),
+    )
+    for dialogue in primed:
+        messages = _laid_out(dialogue, config.method, config.critique_instruction)
+        yield (
+            dialogue,
+            encode_messages(tokenizer, messages, max_length=config.max_length, what=what),
+        )
 
 
 def encode_messages(

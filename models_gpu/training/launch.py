@@ -20,7 +20,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from models_gpu.spec.run import RoleSpec
 from models_gpu.spec.training import TrainingConfig
+from models_gpu.training.qpriming import QuestionRequest, model_writer, template_writer
+from models_gpu.types import Generator
 
 PROGRESS_FILE = "progress.jsonl"
 STOP_FILE = "STOP"
@@ -30,12 +33,14 @@ RESULT_FILE = "result.json"
 @dataclass(frozen=True)
 class TrainingJob:
     """What ``train`` is called with: the configuration, the base checkpoint, the snapshot file
-    (one ``TrainingDialogue`` JSON per line) and the output directory."""
+    (one ``TrainingDialogue`` JSON per line), the output directory and, for Q-priming, the model
+    that writes the questions (None: the configuration's template)."""
 
     config: TrainingConfig
     base_model: str
     examples: str
     output_dir: str
+    question_writer: RoleSpec | None = None
 
     @property
     def progress_path(self) -> Path:
@@ -54,7 +59,40 @@ class TrainingJob:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TrainingJob:
-        return cls(**{**data, "config": TrainingConfig.from_json(data["config"])})
+        writer = data.get("question_writer")
+        return cls(
+            **{
+                **data,
+                "config": TrainingConfig.from_json(data["config"]),
+                "question_writer": RoleSpec(**writer) if writer else None,
+            }
+        )
+
+
+class LoadedQuestionWriter:
+    """Q-priming's model writer, loaded at its first question (a resumed job whose dataset is
+    on disk never loads it) and let go by ``close`` (the trainer closes it once the dataset is
+    written, so the writer's model does not sit in memory during training)."""
+
+    def __init__(self, spec: RoleSpec, config: TrainingConfig) -> None:
+        self.spec = spec
+        self.config = config
+        self.generator: Generator | None = None
+
+    def __call__(self, requests: Sequence[QuestionRequest]) -> list[str]:
+        if self.generator is None:
+            from models_gpu.backends import load_generator
+
+            self.generator = load_generator(self.spec)
+        fallback = template_writer(self.config.qpriming_question_template)
+        write = model_writer(self.generator, seed=self.config.seed, fallback=fallback)
+        return write(requests)
+
+    def close(self) -> None:
+        generator, self.generator = self.generator, None
+        close = getattr(generator, "close", None)
+        if close is not None:
+            close()
 
 
 def processes_for(device: str) -> int:
@@ -100,6 +138,9 @@ def run(job: TrainingJob) -> None:
         output_dir=job.output_dir,
         on_log=report,
         should_stop=job.stop_path.exists,
+        write_question=(
+            LoadedQuestionWriter(job.question_writer, job.config) if job.question_writer else None
+        ),
     )
     if PartialState().is_main_process:
         job.result_path.write_text(json.dumps(asdict(result), indent=2) + "\n", encoding="utf-8")

@@ -45,14 +45,14 @@ import json
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from models_gpu.devices import resolve_device, training_autocast, training_threads
 from models_gpu.spec.training import TrainingConfig, TrainingConfigError, TrainingDialogue
-from models_gpu.training.encode import encode_for_config
+from models_gpu.training.encode import encode_stream
 from models_gpu.training.qpriming import QuestionWriter
 
 if TYPE_CHECKING:
@@ -129,7 +129,8 @@ def train(
 
     examples: the dialogues, or a function returning them (called only when the dataset is not
         on disk yet, so a resumed run does not read them again); they are streamed to disk.
-    write_question: Q-priming's question writer (default: the configuration's template).
+    write_question: Q-priming's question writer (default: the configuration's template); one
+        with a ``close()`` method is closed once the dataset is written.
     Raises ``TrainingConfigError`` for a bad configuration, ``ChatTemplateError`` when the
     model's chat template cannot express the method's layout, ValueError when ``output_dir``
     belongs to another configuration or when no dialogue leaves a token to train.
@@ -163,6 +164,9 @@ def train(
         tokenizer.pad_token = tokenizer.eos_token
     with processes.main_process_first():
         dataset, stats = _dataset(out, tokenizer, config, examples, write_question)
+    close_writer = getattr(write_question, "close", None)
+    if close_writer is not None:  # a model writer lets its model go before training
+        close_writer()
     resume = _last_checkpoint(out)
 
     set_seed(config.seed)  # before the model exists: LoRA's initialisation draws from it
@@ -298,12 +302,16 @@ def _dataset(
             except Exception as error:
                 failures.append(error)
 
-        def encoded_rows() -> Iterable[dict[str, Any]]:
-            for dialogue in examples() if callable(examples) else examples:
+        def counted(dialogues: Iterable[TrainingDialogue]) -> Iterator[TrainingDialogue]:
+            for dialogue in dialogues:
                 counts["dialogues"] += 1
-                encoded = encode_for_config(
-                    tokenizer, dialogue, config, write_question=write_question
-                )
+                yield dialogue
+
+        def encoded_rows() -> Iterable[dict[str, Any]]:
+            dialogues = counted(examples() if callable(examples) else examples)
+            for dialogue, encoded in encode_stream(
+                tokenizer, dialogues, config, write_question=write_question
+            ):
                 if encoded.trained_tokens == 0:
                     counts["skipped"] += 1
                     continue

@@ -16,7 +16,7 @@ from models_gpu.spec.training import (
     TrainingConfig,
     training_config_problems,
 )
-from models_gpu.spec.training_run import NOTHING_TO_TRAIN, TRAINABLE_BACKENDS
+from models_gpu.spec.training_run import NOTHING_TO_TRAIN, TRAINABLE_BACKENDS, WRITER_BACKENDS
 from webapp.accounts.models import User
 from webapp.core.settings_fields import setting_field
 from webapp.dialogues.forms import DialogueFilterForm
@@ -56,6 +56,14 @@ class TrainingForm(forms.Form):
     )
     eval_samples = forms.IntegerField(
         min_value=1, max_value=MAX_SAMPLES_PER_TASK, initial=1, label="Samples per task"
+    )
+    question_writer = forms.ModelChoiceField(
+        queryset=ModelSpec.objects.filter(backend__in=WRITER_BACKENDS),
+        required=False,
+        label="question writer",
+        empty_label="none: the question template",
+        help_text="A model that writes each question, shown the conversation before the failed "
+        "attempt, the attempt and the reference; told not to reveal the answer.",
     )
 
     def __init__(self, *args: Any, reader: User, **kwargs: Any) -> None:
@@ -103,7 +111,10 @@ class TrainingForm(forms.Form):
     def settings_fields(self) -> list[tuple[forms.BoundField, str, str]]:
         """Each hyperparameter's field, and the (other field, value) it applies under ("", ""
         when always): the page hides the ones that do not apply to the choices made."""
-        return [
+        fields = [
             (self[setting.name], *SETTING_APPLIES.get(setting.name, ("", "")))
             for setting in TRAINING_SETTINGS
         ]
+        template = [f.name for f, _, _ in fields].index("qpriming_question_template")
+        fields.insert(template + 1, (self["question_writer"], "method", "qpriming"))
+        return fields

@@ -90,7 +90,12 @@ def dataset_ref(snapshot: DatasetSnapshot) -> DatasetRef:
 
 
 def training_run_config(
-    *, base: ModelSpec, snapshot: DatasetSnapshot, training: TrainingConfig, evaluation: RunConfig
+    *,
+    base: ModelSpec,
+    snapshot: DatasetSnapshot,
+    training: TrainingConfig,
+    evaluation: RunConfig,
+    question_writer: ModelSpec | None = None,
 ) -> TrainingRunConfig:
     """The frozen configuration of a training run; ``RunConfigError`` listing every problem
     (by field) when it could not run."""
@@ -99,6 +104,7 @@ def training_run_config(
         dataset=dataset_ref(snapshot),
         training=training,
         evaluation=evaluation,
+        question_writer=runs.role_spec(question_writer),
     )
     problems = training_run_problems(config)
     if problems:

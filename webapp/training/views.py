@@ -116,6 +116,7 @@ def _launch(form: TrainingForm, reader: User) -> Run:
         snapshot=snapshot,
         training=form.training_config(),
         evaluation=evaluation,
+        question_writer=data["question_writer"],
     )
     return services.training_run_create(name=form.run_name(), config=config, created_by=reader)
 

@@ -49,6 +49,27 @@ def test_an_empty_selection_and_bad_values_are_refused_on_the_form(
     assert not DatasetSnapshot.objects.exists()  # the launch's transaction rolled back
 
 
+def test_a_question_writer_is_frozen_with_a_q_priming_run_and_refused_for_another_method(
+    researcher_client: Any, world: dict[str, Any]
+) -> None:
+    url = reverse("training_create")
+    form = researcher_client.get(url, {"outcome": "solved"}).content.decode()
+    shown_for_qpriming = 'data-applies-when="id_method" data-applies-value="qpriming"><label'
+    assert f'{shown_for_qpriming} for="id_question_writer"' in form
+    writer = world["base"]  # any model that generates text may write the questions
+    refused = researcher_client.post(url, form_data(world, question_writer=writer.pk))
+    assert refused.context["form"].errors["question_writer"] == [
+        "Only Q-priming writes questions: leave it empty."
+    ]
+    launched = researcher_client.post(
+        url, form_data(world, method="qpriming", question_writer=writer.pk)
+    )
+    run = Run.objects.get(kind=Run.Kind.TRAIN)
+    assert run.config["question_writer"]["id"] == writer.pk
+    page = researcher_client.get(launched.url).content.decode()
+    assert 'qpriming <span class="muted">· questions written by tiny (transformers)' in page
+
+
 @pytest.mark.slow
 def test_launch_train_and_read_the_run_page(researcher_client: Any, world: dict[str, Any]) -> None:
     from workers.evaluation import execute_evaluation
