@@ -1,7 +1,9 @@
 """``numeric``: the last number of the extracted answer equals ``reference["answer"]``.
 
 Numbers compare exactly as fractions (so 3/4 equals 0.75) unless ``rel_tol``/``abs_tol`` allow
-slack. The details tell a teacher how the attempt is wrong without stating the reference.
+slack. The details tell a teacher how the attempt is wrong without stating the reference. The
+verdict's ``extracted`` is the number compared ("40" from "I think it is 40"), so what a
+transcript or "Try it" shows is what was judged; an answer holding no number is kept as text.
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ def verify_numeric(task: TaskSpec, response: str) -> Verdict:
     value = parse_number(numbers[-1]) if numbers else None
     if value is None:
         return Verdict(False, 0.0, extracted, _details("not_a_number"))
+    judged = numbers[-1]
     relative_error = _relative_error(value, expected)
     if _close(value, expected, float(settings["rel_tol"]), float(settings["abs_tol"])):
-        return Verdict(True, 1.0, extracted, _details("correct", relative_error=relative_error))
+        return Verdict(True, 1.0, judged, _details("correct", relative_error=relative_error))
     direction = "too_high" if value > expected else "too_low"
     return Verdict(
         False,
         0.0,
-        extracted,
+        judged,
         _details("wrong_value", direction=direction, relative_error=relative_error),
     )
 

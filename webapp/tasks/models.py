@@ -19,6 +19,10 @@ class TaskSet(models.Model):
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="versions"
     )
+    # What made the tasks, so a set can be made again: a generator's family, count, seed and
+    # settings, or an import's source and mapping (see webapp.tasks.imports.services). Versions
+    # and duplicates keep their origin's. Empty for sets typed in by hand.
+    provenance = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -136,10 +140,43 @@ class TaskImport(models.Model):
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
 
     @property
+    def is_generation(self) -> bool:
+        return self.source == self.Source.GENERATOR
+
+    @property
+    def status_label(self) -> str:
+        """The status in words; a generation says what it does (generating, generated)."""
+        if self.is_generation and self.status in GENERATION_STATUS_LABELS:
+            return GENERATION_STATUS_LABELS[self.status]
+        return self.get_status_display()
+
+    @property
+    def needs_mapping(self) -> bool:
+        """A source whose fields a researcher maps to task fields (not Dialab's own format)."""
+        if self.source == self.Source.HF_DATASET:
+            return True
+        mapped_files = (self.Source.UPLOAD, self.Source.LOST_IN_CONVERSATION)
+        return self.source in mapped_files and self.file_format != "dialab"
+
+    @property
+    def can_change_mapping(self) -> bool:
+        """A failed import whose source is still there can be mapped again and rerun: a
+        failed import keeps its upload for that (webapp.tasks.imports.services)."""
+        if self.status != self.Status.FAILED or not self.needs_mapping:
+            return False
+        return self.source == self.Source.HF_DATASET or bool(self.upload)
+
+    @property
     def progress_percent(self) -> int | None:
         if not self.progress_total:
             return None
         return min(100, round(100 * self.progress_done / self.progress_total))
+
+
+GENERATION_STATUS_LABELS = {
+    TaskImport.Status.RUNNING: "Generating",
+    TaskImport.Status.SUCCEEDED: "Generated",
+}
 
 
 class VerifierProbe(models.Model):

@@ -33,18 +33,30 @@ def task_set_domain_counts(*, task_set_ids: Iterable[int]) -> dict[int, list[tup
 
 
 def task_set_lineage(*, task_set: TaskSet) -> list[TaskSet]:
-    """Every version of a set: its ancestors, itself and its descendants, oldest first."""
+    """Every version of a set: its ancestors, itself and its descendants, oldest first, each
+    with ``run_count``. Sets made before only the newest version could change may hold sibling
+    versions (two made from the same parent); they are all here."""
     root = task_set
     while root.parent_id is not None and root.parent is not None:
         root = root.parent
-    lineage, frontier = [root], [root.pk]
+    with_runs = TaskSet.objects.select_related("parent").annotate(run_count=Count("runs"))
+    lineage = list(with_runs.filter(pk=root.pk))
+    frontier = [root.pk]
     while frontier:
-        children = list(
-            TaskSet.objects.filter(parent_id__in=frontier).annotate(run_count=Count("runs"))
-        )
+        children = list(with_runs.filter(parent_id__in=frontier))
         lineage.extend(children)
         frontier = [child.pk for child in children]
-    return sorted(lineage, key=lambda s: (s.version, s.pk))
+    return sorted(lineage, key=_version_order)
+
+
+def _version_order(task_set: TaskSet) -> tuple[int, int]:
+    return (task_set.version, task_set.pk)
+
+
+def task_set_newest_version(*, task_set: TaskSet, lineage: list[TaskSet] | None = None) -> TaskSet:
+    """The newest version of ``task_set``'s set (the highest number; the later made, if two
+    share it): the only one whose tasks may change. ``lineage`` if already fetched."""
+    return max(lineage or task_set_lineage(task_set=task_set), key=_version_order)
 
 
 # What the worker needs of a task to verify answers and play dialogues (see workers.specs).

@@ -3,6 +3,12 @@
 A task set that runs have used is never changed in place: a change to its tasks goes to a new
 version (a copy with ``version + 1`` and ``parent`` set), so every run keeps pointing at exactly
 the tasks it ran on. Name and description are labels, not content, and change in place.
+
+Only the newest version of a set takes changes. An edit made while reading an older version was
+made against that version's tasks: applied to the newest it could overwrite a task that changed
+since, and applied to a fork of the old version it would make sibling versions nobody asked
+for. So it is refused (:class:`OlderVersion`) and the pages point to the newest version; an
+independent branch of an old version is what **Duplicate** makes.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from django.db.models import Max
 from webapp.accounts.models import User
 from webapp.core.dispatch import enqueue_on_commit
 from webapp.tasks.models import Task, TaskSet, VerifierProbe
+from webapp.tasks.selectors import task_set_newest_version
 
 # The fields that make a task what it is; copying a task copies exactly these.
 TASK_CONTENT_FIELDS = (
@@ -35,6 +42,18 @@ TASK_CONTENT_FIELDS = (
 
 class TaskSetInUse(Exception):
     """Raised when deleting a task set that runs still point at."""
+
+
+class OlderVersion(Exception):
+    """Raised when changing the tasks of a version that a newer version of its set replaced."""
+
+    def __init__(self, *, task_set: TaskSet, newest: TaskSet) -> None:
+        self.task_set = task_set
+        self.newest = newest
+        super().__init__(
+            f"v{task_set.version} is an older version of {task_set.name}: its tasks no longer "
+            f"change. Make the change in v{newest.version}, the newest version."
+        )
 
 
 def task_set_create(*, name: str, description: str = "", created_by: User | None) -> TaskSet:
@@ -66,10 +85,11 @@ def _copy_tasks(source: TaskSet, target: TaskSet) -> None:
 
 @transaction.atomic
 def task_set_duplicate(*, task_set: TaskSet, created_by: User | None) -> TaskSet:
-    """An independent copy (version 1 of a new set)."""
+    """An independent copy (version 1 of a new set), made by what made the original."""
     copy = TaskSet.objects.create(
         name=f"Copy of {task_set.name}",
         description=task_set.description,
+        provenance=task_set.provenance,
         created_by=created_by,
     )
     _copy_tasks(task_set, copy)
@@ -78,13 +98,14 @@ def task_set_duplicate(*, task_set: TaskSet, created_by: User | None) -> TaskSet
 
 @transaction.atomic
 def task_set_new_version(*, task_set: TaskSet, created_by: User | None) -> TaskSet:
-    """The next version of a set: same name, all its tasks copied, ``parent`` pointing back."""
-    latest = TaskSet.objects.filter(name=task_set.name).aggregate(v=Max("version"))["v"] or 1
+    """The next version of a set: same name, all its tasks copied, ``parent`` pointing back.
+    Only the newest version gets a next one (see :func:`_writable`), so ``version + 1`` is new."""
     version = TaskSet.objects.create(
         name=task_set.name,
         description=task_set.description,
-        version=max(latest, task_set.version) + 1,
+        version=task_set.version + 1,
         parent=task_set,
+        provenance=task_set.provenance,
         created_by=created_by,
     )
     _copy_tasks(task_set, version)
@@ -111,6 +132,15 @@ class TaskChange:
 
 
 def _writable(task_set: TaskSet, user: User | None) -> tuple[TaskSet, bool]:
+    """The set a change to ``task_set``'s tasks goes to: itself, or its next version when runs
+    used it. OlderVersion when a newer version replaced it."""
+    # Lock the row first, so two authors changing the same frozen version at once make one next
+    # version: the second waits, then finds it and is refused (PostgreSQL; SQLite serialises
+    # writers anyway).
+    TaskSet.objects.select_for_update().filter(pk=task_set.pk).first()
+    newest = task_set_newest_version(task_set=task_set)
+    if newest.pk != task_set.pk:
+        raise OlderVersion(task_set=task_set, newest=newest)
     if task_set_is_locked(task_set):
         return task_set_new_version(task_set=task_set, created_by=user), True
     return task_set, False
@@ -130,7 +160,8 @@ def task_add(
     shards: list[str] | None = None,
     user: User | None = None,
 ) -> TaskChange:
-    """Append a task at the end of its set (of a new version if runs used the set)."""
+    """Append a task at the end of its set (of a new version if runs used the set).
+    OlderVersion if a newer version of the set replaced this one."""
     target, new_version = _writable(task_set, user)
     # Lock the set so two authors adding at once do not get the same position.
     TaskSet.objects.select_for_update().filter(pk=target.pk).first()
@@ -152,7 +183,8 @@ def task_add(
 
 @transaction.atomic
 def task_update(*, task: Task, changes: dict[str, Any], user: User | None = None) -> TaskChange:
-    """Change a task's content; in a set that runs used, the change goes to a new version."""
+    """Change a task's content; in a set that runs used, the change goes to a new version.
+    OlderVersion if a newer version of the set replaced this one."""
     unknown = set(changes) - set(TASK_CONTENT_FIELDS)
     if unknown:
         raise ValueError(f"Not task content fields: {sorted(unknown)}")
@@ -167,6 +199,7 @@ def task_update(*, task: Task, changes: dict[str, Any], user: User | None = None
 
 @transaction.atomic
 def task_delete(*, task: Task, user: User | None = None) -> TaskChange:
+    """Delete a task; in a set that runs used, from a new version. OlderVersion as above."""
     target, new_version = _writable(task.task_set, user)
     target.tasks.filter(position=task.position).delete()
     return TaskChange(target, None, new_version)

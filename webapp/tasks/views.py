@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, redirect, render, resolve_url
 from django.views.decorators.http import require_POST
-from django_htmx.http import HttpResponseStopPolling
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from webapp.core.permissions import researcher_required
 from webapp.core.rendering import render_markdown
@@ -22,13 +24,43 @@ def _user(request: HttpRequest):  # type: ignore[no-untyped-def]
     return request.user
 
 
-def _announce(request: HttpRequest, change: services.TaskChange) -> None:
-    if change.new_version:
+def _go(request: HttpRequest, to: str, **kwargs: object) -> HttpResponse:
+    """A redirect that moves the whole page, from an htmx request too: after a change landed in
+    a new version, the header, the address and the banners must all say which version it is."""
+    url = resolve_url(to, **kwargs)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _announce(request: HttpRequest, change: services.TaskChange, done: str = "Saved as") -> None:
+    """Say where a change went when runs had frozen the version it was made on."""
+    if change.new_version and change.task_set.parent is not None:
+        frozen = change.task_set.parent
         messages.info(
             request,
-            f"Runs used this task set, so your change made a new version: {change.task_set}. "
-            "The runs keep the version they ran on.",
+            f"{done} v{change.task_set.version}: v{frozen.version} is frozen because runs used "
+            f"it. The runs keep v{frozen.version}.",
         )
+
+
+@dataclass(frozen=True)
+class Versions:
+    """What the pages say about a set's versions: all of them, whether this one is frozen (runs
+    used it: a change makes the next version), and the newest when it is not this one (then
+    this one takes no changes)."""
+
+    lineage: list[TaskSet]
+    locked: bool
+    newest: TaskSet | None
+
+
+def _versions(task_set: TaskSet) -> Versions:
+    lineage = selectors.task_set_lineage(task_set=task_set)
+    newest = selectors.task_set_newest_version(task_set=task_set, lineage=lineage)
+    return Versions(
+        lineage=lineage,
+        locked=services.task_set_is_locked(task_set),
+        newest=newest if newest.pk != task_set.pk else None,
+    )
 
 
 @researcher_required
@@ -63,10 +95,14 @@ def task_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
     task_set = get_object_or_404(TaskSet, pk=pk)
     form = TaskForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        change = services.task_add(task_set=task_set, **form.task_fields(), user=_user(request))
-        _announce(request, change)
+        try:
+            change = services.task_add(task_set=task_set, **form.task_fields(), user=_user(request))
+        except services.OlderVersion as refusal:
+            messages.error(request, str(refusal))
+            return _go(request, "task_set_detail", pk=task_set.pk)
         if change.new_version:
-            return redirect("task_set_detail", pk=change.task_set.pk)
+            _announce(request, change)
+            return _go(request, "task_set_detail", pk=change.task_set.pk)
         # Keep the author's choices for the next task; clear what is per task.
         form = TaskForm(
             initial={
@@ -82,8 +118,7 @@ def task_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "form": form,
         "page": page,
         "query": query,
-        "locked": services.task_set_is_locked(task_set),
-        "lineage": selectors.task_set_lineage(task_set=task_set),
+        "versions": _versions(task_set),
     }
     if request.htmx:
         return render(request, "tasks/task_set_detail.html#tasks", context)
@@ -133,11 +168,24 @@ def task_create(request: HttpRequest, pk: int) -> HttpResponse:
     task_set = get_object_or_404(TaskSet, pk=pk)
     form = TaskForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        change = services.task_add(task_set=task_set, **form.task_fields(), user=_user(request))
+        try:
+            change = services.task_add(task_set=task_set, **form.task_fields(), user=_user(request))
+        except services.OlderVersion as refusal:
+            messages.error(request, str(refusal))
+            return redirect("task_set_detail", pk=task_set.pk)
         _announce(request, change)
         assert change.task is not None
         return redirect("task_edit", pk=change.task_set.pk, task_id=change.task.pk)
-    return render(request, "tasks/task_editor.html", {"task_set": task_set, "form": form})
+    context = {"task_set": task_set, "form": form, "versions": _versions(task_set)}
+    return render(request, "tasks/task_editor.html", context)
+
+
+def _same_task_in(task_set: TaskSet | None, task: Task) -> Task | None:
+    """The task at the same place in another version of its set (positions identify a task
+    across versions); None if it was deleted there."""
+    if task_set is None:
+        return None
+    return task_set.tasks.filter(position=task.position).first()
 
 
 @researcher_required
@@ -150,20 +198,28 @@ def task_edit(request: HttpRequest, pk: int, task_id: int) -> HttpResponse:
             for field, value in form.task_fields().items()
             if getattr(task, field) != value
         }
-        if changes:
+        if not changes:
+            messages.info(request, "Nothing changed.")
+            return redirect("task_edit", pk=pk, task_id=task.pk)
+        try:
             change = services.task_update(task=task, changes=changes, user=_user(request))
+        except services.OlderVersion as refusal:
+            messages.error(request, str(refusal))
+            return redirect("task_edit", pk=pk, task_id=task.pk)
+        if change.new_version:
             _announce(request, change)
+        else:
             messages.success(request, "Saved.")
-            assert change.task is not None
-            return redirect("task_edit", pk=change.task_set.pk, task_id=change.task.pk)
-        messages.info(request, "Nothing changed.")
-        return redirect("task_edit", pk=pk, task_id=task.pk)
+        assert change.task is not None
+        return redirect("task_edit", pk=change.task_set.pk, task_id=change.task.pk)
+    versions = _versions(task.task_set)
     context = {
         "task_set": task.task_set,
         "task": task,
         "form": form,
         "probe_form": ProbeForm(),
-        "locked": services.task_set_is_locked(task.task_set),
+        "versions": versions,
+        "same_task_in_newest": _same_task_in(versions.newest, task),
     }
     return render(request, "tasks/task_editor.html", context)
 
@@ -172,9 +228,15 @@ def task_edit(request: HttpRequest, pk: int, task_id: int) -> HttpResponse:
 @require_POST
 def task_delete(request: HttpRequest, pk: int, task_id: int) -> HttpResponse:
     task = get_object_or_404(Task, pk=task_id, task_set_id=pk)
-    change = services.task_delete(task=task, user=_user(request))
-    _announce(request, change)
-    messages.success(request, "Task deleted.")
+    try:
+        change = services.task_delete(task=task, user=_user(request))
+    except services.OlderVersion as refusal:
+        messages.error(request, str(refusal))
+        return redirect("task_edit", pk=pk, task_id=task.pk)
+    if change.new_version:
+        _announce(request, change, done=f"Deleted task #{task.pk} in")
+    else:
+        messages.success(request, f"Deleted task #{task.pk}.")
     return redirect("task_set_detail", pk=change.task_set.pk)
 
 

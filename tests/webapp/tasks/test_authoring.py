@@ -88,7 +88,7 @@ def test_editing_a_set_that_runs_used_makes_a_new_version(researcher_client) -> 
     url = reverse("task_edit", args=[original.pk, second.pk])
     form = {"prompt": "What is 2 + 2?", "verifier_kind": "numeric", "answer": "4"}
     response = researcher_client.post(url, form, follow=True)
-    assert "made a new version" in response.content.decode()
+    assert "Saved as v2: v1 is frozen because runs used it." in response.content.decode()
 
     version_2 = TaskSet.objects.get(parent=original)
     assert (version_2.name, version_2.version) == ("Sums", 2)
@@ -110,7 +110,7 @@ def test_editing_a_set_that_runs_used_makes_a_new_version(researcher_client) -> 
     assert TaskSet.objects.count() == 2
     assert version_2.tasks.count() == 3
     detail = researcher_client.get(reverse("task_set_detail", args=[original.pk]))
-    assert "v2" in detail.content.decode() and "tasks are frozen" in detail.content.decode()
+    assert "A newer version of this set exists" in detail.content.decode()
 
 
 def test_deleting_a_task_of_a_used_set_goes_to_a_new_version(researcher_client) -> None:  # type: ignore[no-untyped-def]
@@ -244,3 +244,33 @@ def test_browser_line_endings_are_stored_as_plain_newlines(researcher_client) ->
     task = Task.objects.get()
     assert task.prompt == "Line one\nLine two"
     assert task.reference["tests"] == "def check(candidate):\n    assert candidate() == 1"
+
+
+def test_tasks_are_numbered_as_transcripts_number_them(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    """Transcripts, dialogue and labelling pages call a task "#<id>"; the set page and the
+    editor used its place in the set ("Task 1"), so one task had two numbers."""
+    TaskFactory.create_batch(3)  # other sets' tasks: ids and places differ
+    task_set = TaskSetFactory()
+    task = TaskFactory(task_set=task_set, position=0, external_id="gsm-7")
+    assert task.pk != task.position + 1
+    page = researcher_client.get(reverse("task_set_detail", args=[task_set.pk])).content.decode()
+    editor_url = reverse("task_edit", args=[task_set.pk, task.pk])
+    assert f'<a href="{editor_url}">#{task.pk}</a> <span class="muted">gsm-7</span>' in page
+    assert f">{task.position + 1}</a>" not in page
+    editor = researcher_client.get(editor_url).content.decode()
+    assert f"<title>Task #{task.pk} · " in editor
+    assert f"<h1>Task #{task.pk} " in editor and "Task 1" not in editor
+
+
+def test_try_it_shows_the_number_the_numeric_verifier_judged(
+    researcher_client, eager_celery, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    task = TaskFactory(reference={"answer": "40"})
+    url = reverse("probe_create", args=[task.task_set_id, task.pk])
+    with django_capture_on_commit_callbacks(execute=True):
+        researcher_client.post(url, {"response": "I think it is 40"})
+    probe = VerifierProbe.objects.get()
+    assert probe.verdict["correct"] is True and probe.verdict["extracted"] == "40"
+    page = researcher_client.get(reverse("probe_detail", args=[probe.pk])).content.decode()
+    assert "extracted answer: <code>40</code>" in page
+    assert "I think it is 40</code>" not in page

@@ -45,6 +45,38 @@ def test_generating_from_the_form_goes_through_a_worker(
     assert "seed 3" in page.content.decode() and "rows 5" in page.content.decode()
 
 
+def test_a_generated_set_records_and_shows_what_made_it(
+    researcher_client, eager_celery, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    form = {"family": "arithmetic", "count": 4, "seed": 9, "knob_digits": 3, "knob_operations": "+"}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = researcher_client.post(reverse("task_set_generate"), form)
+    result = researcher_client.get(response["Location"]).content.decode()
+    assert "<title>Generation · arithmetic (4, seed 9)" in result
+    assert "<h1>Generation: arithmetic (4, seed 9)</h1>" in result
+    assert 'id="import-status">Generated</span>' in result and "Import:" not in result
+    task_set = TaskSet.objects.get()
+    assert task_set.provenance == {
+        "generator": "arithmetic",
+        "count": 4,
+        "seed": 9,
+        "knobs": {"digits": 3, "operations": "+"},
+    }
+    page = researcher_client.get(reverse("task_set_detail", args=[task_set.pk])).content.decode()
+    assert "family arithmetic · 4 tasks · seed 9 · digits 3 · operations +" in page
+
+
+def test_versions_and_copies_keep_what_made_the_set(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    call_command("generate_tasks", "guess_number", "3", "--seed", "2", "--knob", "high=10")
+    original = TaskSet.objects.get()
+    assert original.provenance == {
+        "generator": "guess_number", "count": 3, "seed": 2, "knobs": {"low": 1, "high": 10},
+    }  # fmt: skip
+    researcher_client.post(reverse("task_set_duplicate", args=[original.pk]))
+    copy = TaskSet.objects.exclude(pk=original.pk).get()
+    assert copy.provenance == original.provenance
+
+
 def test_form_refuses_knobs_out_of_range(researcher_client) -> None:  # type: ignore[no-untyped-def]
     form = {
         "family": "arithmetic",

@@ -2,9 +2,9 @@
 
 An import writes its tasks in one transaction, so a worker killed in the middle (SIGKILL, the
 OOM killer, a lost host) commits nothing: the database rolls its transaction back. What it
-leaves is the import's row, still "running", and its upload (deleted only when an import
-ends). So a claim records the worker (``host:pid``), and a later claim may take over a running
-import whose worker is gone:
+leaves is the import's row, still "running", and its upload (deleted when an import ends,
+unless it failed and may be mapped again). So a claim records the worker (``host:pid``), and
+a later claim may take over a running import whose worker is gone:
 
 - on the worker's own host, its process is no longer running;
 - on PostgreSQL, from any host, its heartbeat is older than three heartbeats. The heartbeat is

@@ -6,11 +6,15 @@ Only the first few records are read, in the web process, within the same bounds 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator
+from fractions import Fraction
 from typing import IO, Any
 
 from webapp.tasks import bounds
 from webapp.tasks.imports.errors import TaskImportError
+from webapp.tasks.imports.mapping import is_blank, lookup
 from webapp.tasks.imports.readers import csv_header, read_csv, read_json, read_jsonl
 from webapp.tasks.imports.sources import read_hf_dataset
 from webapp.tasks.models import TaskImport
@@ -45,21 +49,93 @@ SYNONYMS = {
     "solution": ("solution", "canonical_solution"),
     "shards": ("shards",),
     "verifier_kind": ("verifier_kind", "verifier"),
-    "domain": ("domain", "subject"),
+    "domain": ("domain", "subject", "topic"),
     "difficulty": ("difficulty", "level"),
     "tags": ("tags",),
     "external_id": ("external_id", "id", "task_id"),
 }
 
 
-def guess_mapping(columns: Iterable[str]) -> dict[str, str]:
+def guess_mapping(columns: Iterable[str], records: Iterable[dict[str, Any]] = ()) -> dict[str, str]:
+    """Task field -> column, guessed from the names and then from the sampled values: a name
+    alone misleads (a "solution" column of numbers is an answer, not a code solution)."""
     available = {column.lower(): column for column in columns}
     guess = {}
     for name, candidates in SYNONYMS.items():
         found = next((available[key] for key in candidates if key in available), "")
         if found and found not in guess.values():
             guess[name] = found
+    return _guess_from_values(guess, list(available.values()), list(records))
+
+
+# Lines that only code starts with: a definition, an import, a return, a test's assert.
+_CODE_LINE = re.compile(
+    r"^\s*(?:def \w+\s*\(|class \w+|import \w|from [\w.]+ import |return\b|assert )",
+    re.MULTILINE,
+)
+
+
+def _samples(records: list[dict[str, Any]], column: str) -> list[Any]:
+    values = (lookup(record, column) for record in records)
+    return [value for value in values if not is_blank(value)]
+
+
+def _is_number(value: Any) -> bool:
+    """42, -3.5, "3/4", "1,234" (the numeric verifier's numbers), not True or "nan"."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return math.isfinite(value)
+    if not isinstance(value, str):
+        return False
+    try:
+        return math.isfinite(Fraction(value.replace(",", "").strip()))
+    except (ValueError, ZeroDivisionError):
+        return False
+
+
+def _is_code(value: Any) -> bool:
+    return isinstance(value, str) and ("```" in value or _CODE_LINE.search(value) is not None)
+
+
+def _all(test: Callable[[Any], bool], samples: list[Any]) -> bool:
+    return bool(samples) and all(test(value) for value in samples)
+
+
+def _guess_from_values(
+    guess: dict[str, str], columns: list[str], records: list[dict[str, Any]]
+) -> dict[str, str]:
+    """Correct and complete a guess by names with what the sampled values look like: numbers
+    are an answer, code is a code solution."""
+    guess = dict(guess)
+    if not records:
+        return guess
+    solution = guess.get("solution")
+    if solution and "answer" not in guess and _all(_is_number, _samples(records, solution)):
+        guess["answer"] = guess.pop("solution")
+    answer = guess.get("answer")
+    if answer and "solution" not in guess and _all(_is_code, _samples(records, answer)):
+        guess["solution"] = guess.pop("answer")
+    unmapped = [column for column in columns if column not in guess.values()]
+    if "answer" not in guess and "tests" not in guess:
+        numbers = [c for c in unmapped if _all(_is_number, _samples(records, c))]
+        if len(numbers) == 1:  # two number columns: which one is the answer is a real question
+            guess["answer"] = numbers[0]
+            unmapped.remove(numbers[0])
+    if "solution" not in guess and "tests" in guess:
+        code = [c for c in unmapped if _all(_is_code, _samples(records, c))]
+        if len(code) == 1:
+            guess["solution"] = code[0]
     return guess
+
+
+def guessed_default_verifier(guess: dict[str, str], records: Iterable[dict[str, Any]]) -> str:
+    """``numeric`` when the guessed answer column holds only numbers and no column names the
+    verifier; else nothing (the import then uses code with tests, exact otherwise)."""
+    answer = guess.get("answer")
+    if not answer or "verifier_kind" in guess or "tests" in guess:
+        return ""
+    return "numeric" if _all(_is_number, _samples(list(records), answer)) else ""
 
 
 def _too_many_columns(where: str, count: int) -> TaskImportError:
@@ -126,7 +202,10 @@ def import_preview(*, task_import: TaskImport) -> tuple[list[str], list[dict[str
     return columns, records
 
 
-def import_mapping_guess(*, task_import: TaskImport, columns: list[str]) -> dict[str, str]:
+def import_mapping_guess(
+    *, task_import: TaskImport, columns: list[str], records: list[dict[str, Any]]
+) -> dict[str, str]:
+    """The mapping step's starting point: task field -> column."""
     if task_import.source == TaskImport.Source.LOST_IN_CONVERSATION:
         return lic_guess(columns)
-    return guess_mapping(columns)
+    return guess_mapping(columns, records)

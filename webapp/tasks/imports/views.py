@@ -45,21 +45,43 @@ def _cell(value: Any) -> str:
     return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 1] + "…"
 
 
+def _mapping_initial(
+    task_import: TaskImport, columns: list[str], records: list[dict[str, Any]]
+) -> dict[str, str]:
+    """The mapping form's starting values: the mapping that was tried, when a failed import is
+    mapped again; otherwise a guess from the columns' names and values."""
+    if task_import.field_mapping:
+        mapping = dict(task_import.field_mapping)
+        defaults = dict(task_import.defaults)
+    else:
+        mapping = preview.import_mapping_guess(
+            task_import=task_import, columns=columns, records=records
+        )
+        defaults = {"verifier_kind": preview.guessed_default_verifier(mapping, records)}
+    initial = {f"map_{name}": column for name, column in mapping.items() if column in columns}
+    initial["default_verifier_kind"] = defaults.get("verifier_kind", "")
+    initial["default_domain"] = defaults.get("domain", "")
+    return initial
+
+
 @researcher_required
 def task_import_map(request: HttpRequest, pk: int) -> HttpResponse:
+    """Map a draft import's columns; or, for a failed import whose upload was kept, map them
+    again and rerun it."""
     task_import = get_object_or_404(TaskImport, pk=pk)
-    if task_import.status != TaskImport.Status.DRAFT:
+    if task_import.status != TaskImport.Status.DRAFT and not task_import.can_change_mapping:
         return redirect("task_import_detail", pk=task_import.pk)
     try:
         columns, records = preview.import_preview(task_import=task_import)
     except TaskImportError as error:
         context = {"task_import": task_import, "error": str(error)}
         return render(request, "tasks/import_map.html", context, status=400)
-    guess = preview.import_mapping_guess(task_import=task_import, columns=columns)
-    initial = {f"map_{name}": column for name, column in guess.items()}
     column_word = "column" if task_import.file_format == "csv" else "key"
     form = MappingForm(
-        request.POST or None, columns=columns, column_word=column_word, initial=initial
+        request.POST or None,
+        columns=columns,
+        column_word=column_word,
+        initial=_mapping_initial(task_import, columns, records),
     )
     if request.method == "POST" and form.is_valid():
         mapping = form.mapping()

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from webapp.tasks.imports.errors import TaskImportError
-from webapp.tasks.imports.services import import_into_task_set
+from webapp.tasks.imports.services import generator_provenance, import_into_task_set
 from workers.task_imports import generated_tasks_source
 
 
@@ -40,10 +40,13 @@ class Command(BaseCommand):
         name = options["name"] or f"{family.replace('_', ' ')} ({count}, seed {seed})"
         try:
             source = generated_tasks_source(family=family, count=count, seed=seed, knobs=knobs)
+            # The knobs are valid once the generator took them; the set records all of them.
+            provenance = generator_provenance(family=family, count=count, seed=seed, knobs=knobs)
             with tqdm(total=count, unit="task", disable=None) as bar:
                 task_set = import_into_task_set(
                     source=source,
                     task_set_name=name,
+                    provenance=provenance,
                     on_progress=lambda done: bar.update(done - bar.n),
                 )
         except TaskImportError as error:

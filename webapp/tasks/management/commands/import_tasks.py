@@ -20,7 +20,7 @@ from webapp.tasks.imports.errors import TaskImportError
 from webapp.tasks.imports.mapping import FieldMapping
 from webapp.tasks.imports.preview import lic_guess, preview
 from webapp.tasks.imports.readers import read_json, read_jsonl
-from webapp.tasks.imports.services import import_into_task_set
+from webapp.tasks.imports.services import import_into_task_set, import_provenance
 from webapp.tasks.imports.sources import (
     ImportSource,
     file_source,
@@ -74,12 +74,20 @@ class Command(BaseCommand):
             if options["humaneval"]:
                 source: ImportSource = humaneval_source()
                 name = options["name"] or "HumanEval"
+                provenance = import_provenance(source="humaneval")
             elif options["hf_dataset"]:
                 mapping = FieldMapping(columns, defaults)
                 source = hf_dataset_source(
                     options["hf_dataset"], split=options["split"], mapping=mapping
                 )
                 name = options["name"] or Path(options["hf_dataset"]).name
+                provenance = import_provenance(
+                    source="hf_dataset",
+                    dataset=options["hf_dataset"],
+                    split=options["split"],
+                    mapping=columns,
+                    defaults=defaults,
+                )
             else:
                 path = Path(options["path"] or options["lost_in_conversation"])
                 if not path.is_file():
@@ -98,7 +106,14 @@ class Command(BaseCommand):
                 mapping = FieldMapping(columns, defaults, word)
                 source = file_source(stream, file_format=file_format, mapping=mapping)
                 name = options["name"] or path.stem
-            task_set = self._run(source, name, show_progress=not options["no_progress"])
+                provenance = import_provenance(
+                    source="lost_in_conversation" if options["lost_in_conversation"] else "upload",
+                    file=path.name,
+                    file_format=file_format,
+                    mapping=columns if file_format != "dialab" else {},
+                    defaults=defaults,
+                )
+            task_set = self._run(source, name, provenance, show_progress=not options["no_progress"])
         except TaskImportError as error:
             raise CommandError(f"Nothing imported: {error}") from None
         finally:
@@ -107,7 +122,9 @@ class Command(BaseCommand):
         count = task_set.tasks.count()
         self.stdout.write(f"Imported {count} tasks into task set {task_set.pk} ({task_set}).")
 
-    def _run(self, source: ImportSource, name: str, *, show_progress: bool) -> Any:
+    def _run(
+        self, source: ImportSource, name: str, provenance: dict[str, Any], *, show_progress: bool
+    ) -> Any:
         from tqdm import tqdm
 
         with tqdm(
@@ -124,4 +141,6 @@ class Command(BaseCommand):
                 bar.update(done - last)
                 last = done
 
-            return import_into_task_set(source=source, task_set_name=name, on_progress=advance)
+            return import_into_task_set(
+                source=source, task_set_name=name, provenance=provenance, on_progress=advance
+            )
