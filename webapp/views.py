@@ -1,22 +1,131 @@
-"""Site-wide pages: the home page (recent runs and task sets) and the health check."""
+"""Site-wide pages: the home page (recent runs and task sets, and a house-model build while one
+runs) and the health check."""
 
 from __future__ import annotations
 
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django_htmx.http import HttpResponseStopPolling
 
 from webapp.runs.selectors import run_list
 from webapp.tasks.selectors import task_set_list
+
+HOUSE_BUILD_TARGET = "house-build"
+# A build reports at least once a second while it trains; the held-out evaluation after the
+# last step reports nothing for a minute or two. Silent for longer, it has stopped (killed).
+HOUSE_BUILD_SILENT_SECONDS = 600
+HOUSE_BUILD_RUNNING = ("preparing", "training", "finishing")
+
+
+def house_build_progress_path() -> Path:
+    """The file ``manage.py build_house_model`` keeps its progress in
+    (``models_gpu.house.progress.BuildProgressFile``, which documents its keys)."""
+    return Path(settings.DATA_DIR) / "models" / "house-build.json"
+
+
+@dataclass(frozen=True)
+class HouseBuild:
+    """A house-model build as its progress file last described it."""
+
+    state: str
+    step: int
+    total: int
+    loss: float | None
+    eta_seconds: float | None
+    elapsed_seconds: float
+    silent_seconds: float
+    error: str = ""
+
+    @property
+    def stopped(self) -> bool:
+        """It says it is running but has been silent too long: its process is gone."""
+        return self.state in HOUSE_BUILD_RUNNING and (
+            self.silent_seconds > HOUSE_BUILD_SILENT_SECONDS
+        )
+
+    @property
+    def running(self) -> bool:
+        return self.state in HOUSE_BUILD_RUNNING and not self.stopped
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.step / self.total) if self.total else 0
+
+    @property
+    def time_left(self) -> str:
+        return duration(self.eta_seconds) if self.eta_seconds is not None else ""
+
+    @property
+    def time_taken(self) -> str:
+        return duration(self.elapsed_seconds)
+
+    @property
+    def time_silent(self) -> str:
+        return duration(self.silent_seconds)
+
+
+def duration(seconds: float) -> str:
+    """A short, rounded length of time: ``45 s``, ``3 min``, ``1 h 5 min``."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60} min"
+
+
+def house_build(*, now: float | None = None) -> HouseBuild | None:
+    """The last house-model build's progress, or ``None`` when no build has reported (or its
+    file cannot be read: a page never fails over it)."""
+    try:
+        report: dict[str, Any] = json.loads(house_build_progress_path().read_text())
+        updated_at = float(report["updated_at"])
+        return HouseBuild(
+            state=str(report["state"]),
+            step=int(report["step"]),
+            total=int(report["total"]),
+            loss=None if report.get("loss") is None else float(report["loss"]),
+            eta_seconds=None if report.get("eta_seconds") is None else float(report["eta_seconds"]),
+            elapsed_seconds=float(report.get("elapsed_seconds") or 0),
+            silent_seconds=max(0.0, (time.time() if now is None else now) - updated_at),
+            error=str(report.get("error") or ""),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _house_build_fragment(request: HttpRequest) -> HttpResponse:
+    """What the home page's build card polls: the card again, and 286 (htmx stops polling)
+    once the build is over."""
+    build = house_build()
+    response = render(request, "core/partials/_house_build.html", {"house_build": build})
+    if build is None or not build.running:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
 
 
 def home(request: HttpRequest) -> HttpResponse:
     if not getattr(request.user, "is_researcher", False):
         return redirect("queue_list")  # an annotator's work starts from their queues
+    if request.htmx and request.htmx.target == HOUSE_BUILD_TARGET:
+        return _house_build_fragment(request)
+    build = house_build()
     context = {
         "recent_runs": run_list()[:5],
         "task_sets": task_set_list()[:5],
+        # A finished build is in the model list; the home page shows one only while it runs,
+        # or when it failed or stopped, which needs the researcher's hand.
+        "house_build": build if build is not None and build.state != "done" else None,
     }
     return render(request, "core/home.html", context)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from models_gpu.house.build import HOUSE_TRAINING, build_house_model
@@ -13,11 +13,13 @@ from models_gpu.house.model import METADATA_FILE
 
 
 class ProgressPrinter:
-    """Prints a line about every tenth of the run: step, mean loss since the last line, time."""
+    """Prints a line about every tenth of the run: step, mean loss since the last line, time.
+    ``write`` takes each line (default: print it and flush, so a log file shows it at once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, write: Callable[[str], None] | None = None) -> None:
         self.started = time.perf_counter()
         self.losses: list[float] = []
+        self.write = write or (lambda line: print(line, flush=True))
 
     def __call__(self, step: int, total: int, loss: float) -> None:
         self.losses.append(loss)
@@ -26,9 +28,8 @@ class ProgressPrinter:
         elapsed = time.perf_counter() - self.started
         left = elapsed / step * (total - step)
         mean = sum(self.losses) / len(self.losses)
-        print(
-            f"  step {step:>5}/{total}  loss {mean:.3f}  {elapsed:4.0f} s  ({left:.0f} s left)",
-            flush=True,
+        self.write(
+            f"  step {step:>5}/{total}  loss {mean:.3f}  {elapsed:4.0f} s  ({left:.0f} s left)"
         )
         self.losses.clear()
 

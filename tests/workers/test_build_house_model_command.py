@@ -62,3 +62,43 @@ def test_bad_steps_are_refused(settings, tmp_path: Path) -> None:  # type: ignor
     with pytest.raises(CommandError, match="--steps must be at least 1"):
         call_command("build_house_model", "--steps", "0")
     assert not ModelSpec.objects.filter(name="house").exists()
+
+
+def test_a_build_reports_its_progress_for_the_home_page_and_the_log(
+    settings, tmp_path: Path, client, researcher
+) -> None:  # type: ignore[no-untyped-def]
+    """The demo runs the build in the background with its output in a log file: the log gets
+    a line per tenth of the steps, and the home page reads the progress file it leaves."""
+    settings.DATA_DIR = tmp_path
+    printed = build("--force")  # StringIO is no terminal: tqdm draws nothing there
+    assert "step     3/3  loss " in printed and "s left)" in printed
+
+    from django.urls import reverse
+
+    from webapp.views import house_build_progress_path
+
+    report = json.loads(house_build_progress_path().read_text())
+    assert (report["state"], report["step"], report["total"]) == ("done", 3, 3)
+    assert report["loss"] > 0 and report["elapsed_seconds"] > 0
+
+    client.force_login(researcher)
+    poll = client.get(reverse("home"), headers={"HX-Request": "true", "HX-Target": "house-build"})
+    assert poll.status_code == 286  # over: htmx stops polling
+    assert "Built in" in poll.content.decode() and "3 steps" in poll.content.decode()
+
+
+def test_a_failed_build_says_so_on_the_home_page(
+    settings, tmp_path: Path, client, researcher
+) -> None:  # type: ignore[no-untyped-def]
+    from django.urls import reverse
+
+    settings.DATA_DIR = tmp_path
+    # A file where the build puts its directory: saving the checkpoint fails for real.
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / ".house.building").write_text("in the way")
+    with pytest.raises(OSError):
+        build()
+    client.force_login(researcher)
+    page = client.get(reverse("home")).content.decode()
+    assert 'id="house-build"' in page and "The build failed at step 3 of 3" in page
+    assert "hx-trigger" not in page.split('id="house-build"')[1].split("</section>")[0]

@@ -384,12 +384,18 @@ class DialogueFilterForm(forms.Form):
 
 
 class CompareForm(forms.Form):
-    """``/dialogues/compare/?task=&left_run=&right_run=&sample=``."""
+    """``/dialogues/compare/?task=&left_run=&right_run=&sample=&right_sample=``.
+
+    ``right_sample`` (default: ``sample``) sets another sample of the right run beside the
+    left one, for runs that did not play the same samples. The transcript list's filter is
+    read too (its "Compare runs" link carries it): its ``run`` is the left run unless
+    ``left_run`` says otherwise, and its ``task`` the task."""
 
     task = forms.ModelChoiceField(queryset=Task.objects.all(), required=False)
     left_run = RunChoiceField(queryset=Run.objects.only("pk", "name"), required=False)
     right_run = RunChoiceField(queryset=Run.objects.only("pk", "name"), required=False)
-    sample = forms.IntegerField(required=False, min_value=0, initial=0)
+    sample = forms.IntegerField(required=False, min_value=0)
+    right_sample = forms.IntegerField(required=False, min_value=0)
 
     def __init__(self, *args: Any, reader: User | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -405,6 +411,9 @@ class CompareForm(forms.Form):
 
     @classmethod
     def from_query(cls, query: Any, *, reader: User | None = None) -> CompareForm:
+        if not query.get("left_run") and query.get("run"):
+            query = query.copy()
+            query["left_run"] = query["run"]  # the transcript list's run filter
         form = cls(query, reader=reader)
         form.is_valid()
         return form

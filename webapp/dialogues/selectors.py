@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.db.models.functions import Left
 
 from webapp.accounts.models import User
@@ -15,7 +15,7 @@ from webapp.dialogues import search
 from webapp.dialogues.filters import DialogueFilters, IntRange, LabelMatch
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.summary import kinds_mask, masks_with
-from webapp.runs.models import Run
+from webapp.tasks.models import Task
 
 
 def _turns_of_dialogue() -> QuerySet[Turn]:
@@ -236,35 +236,102 @@ DIALOGUE_PAGE_FIELDS = (
 )  # fmt: skip
 
 
+# What the run's frozen protocol said about privacy, read from inside its configuration (the
+# protocol row may have been edited since; the whole configuration is too big to read).
+FROZEN_PROTOCOL_FLAGS = {
+    "protocol_mode": F("run__config__protocol__mode"),
+    "teacher_sees_reference": F("run__config__protocol__teacher_sees_reference"),
+    "teacher_sees_verifier_details": F("run__config__protocol__teacher_sees_verifier_details"),
+}
+
+
 def dialogue_with_turns(*, pk: int, reader: User | None = None) -> Dialogue:
-    """One dialogue with what its page shows (``DIALOGUE_PAGE_FIELDS``) and its turns."""
+    """One dialogue with what its page shows (``DIALOGUE_PAGE_FIELDS``), its turns, and its
+    run's frozen protocol flags (``FROZEN_PROTOCOL_FLAGS``, as attributes)."""
     return (
         visible_to(Dialogue.objects.all(), reader=reader)
         .select_related(*DIALOGUE_PAGE_RELATIONS)
         .only(*DIALOGUE_PAGE_FIELDS)
+        .annotate(**FROZEN_PROTOCOL_FLAGS)
         .prefetch_related("turns")
         .order_by()  # one row: the default ordering would only cost planning time
         .get(pk=pk)
     )
 
 
-def runs_with_task(
+@dataclass(frozen=True)
+class RunOfTask:
+    """A run that played a task, with the sample indexes of its dialogues of that task (a run
+    need not have them all: fewer samples per task, or a run cancelled midway)."""
+
+    pk: int
+    name: str
+    student_name: str
+    sample_indexes: tuple[int, ...]
+
+    @property
+    def sample_count(self) -> int:
+        return len(self.sample_indexes)
+
+    def has_sample(self, sample_index: int) -> bool:
+        return sample_index in self.sample_indexes
+
+    @property
+    def sample_ranges(self) -> str:
+        """The sample indexes as runs of consecutive numbers: ``0–3``, ``0–2, 5``."""
+        spans: list[list[int]] = []
+        for index in self.sample_indexes:
+            if spans and index == spans[-1][1] + 1:
+                spans[-1][1] = index
+            else:
+                spans.append([index, index])
+        return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
+
+
+def runs_of_task(
     *, task_id: int, exclude_run_id: int | None = None, reader: User | None = None
-) -> QuerySet[Run]:
+) -> list[RunOfTask]:
     """Runs that hold at least one dialogue of this task (that ``reader`` may see), newest
-    first, with how many: their names and students only, not their frozen configurations
+    first, each with the sample indexes it played: one query of the task's dialogues (a few per
+    run: ``samples_per_task`` at most), reading names, never the runs' frozen configurations
     (which grow with the task set)."""
-    of_task = Q(dialogues__task_id=task_id)
-    if reader is not None and not reader.is_researcher:
-        of_task &= Q(dialogues__assignments__annotator=reader)
-    runs = Run.objects.filter(of_task)
+    dialogues = visible_to(Dialogue.objects.filter(task_id=task_id), reader=reader)
     if exclude_run_id is not None:
-        runs = runs.exclude(pk=exclude_run_id)
-    return (
-        runs.select_related("student")
-        .only("pk", "name", "created_at", "student__name")
-        .annotate(samples=Count("dialogues", filter=of_task, distinct=True))
-        .order_by("-created_at", "-pk")
+        dialogues = dialogues.exclude(run_id=exclude_run_id)
+    rows = dialogues.order_by("-run__created_at", "-run_id", "sample_index").values_list(
+        "run_id", "run__name", "student_name", "sample_index"
+    )
+    runs: dict[int, tuple[str, str, list[int]]] = {}
+    for run_id, name, student_name, sample_index in rows:
+        runs.setdefault(run_id, (name, student_name, []))[2].append(sample_index)
+    return [
+        RunOfTask(pk=pk, name=name, student_name=student, sample_indexes=tuple(samples))
+        for pk, (name, student, samples) in runs.items()
+    ]
+
+
+TASK_PROMPT_HEAD = 120  # what a task choice shows of its prompt
+
+
+def tasks_to_compare(
+    *, filters: DialogueFilters, reader: User | None = None, limit: int = 50
+) -> list[Task]:
+    """The first ``limit`` tasks (in task set order) among the dialogues that ``filters``
+    selects, each with ``runs``: how many runs (that ``reader`` may see) played it, so a task
+    that only one run played, which has nothing to compare, shows as such."""
+    played = dialogue_list(filters=filters, reader=reader).order_by().values("task_id")
+    of_run = Q()
+    if reader is not None and not reader.is_researcher:
+        of_run = Q(dialogues__assignments__annotator=reader)
+    return list(
+        Task.objects.filter(pk__in=played)
+        .select_related("task_set")
+        .only("pk", "external_id", "position", "task_set__name", "task_set__version")
+        .annotate(
+            runs=Count("dialogues__run", filter=of_run, distinct=True),
+            prompt_head=Left("prompt", TASK_PROMPT_HEAD),
+        )
+        .order_by("task_set_id", "position", "pk")[:limit]
     )
 
 

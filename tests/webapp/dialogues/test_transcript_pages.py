@@ -344,7 +344,9 @@ def test_compare_shows_two_runs_side_by_side(researcher_client: Any, corpus: Any
 
 def test_compare_explains_missing_choices(researcher_client: Any, corpus: Any) -> None:
     url = reverse("dialogue_compare")
-    assert "Pick a task to compare" in researcher_client.get(url).content.decode()
+    # No task yet: the tasks the runs played, each a link, and a box for a task id.
+    choosing = researcher_client.get(url).content.decode()
+    assert "Pick a task" in choosing and 'id="compare-task"' in choosing
     picker = researcher_client.get(url, {"task": corpus["task_one"].pk}).content.decode()
     assert 'id="compare-picker"' in picker and "run A" in picker and "run B" in picker
     lonely = TaskFactory(task_set=corpus["first_set"])

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.services import model_spec_register
+from webapp.views import house_build_progress_path
 
 HOUSE_MODEL_NAME = "house"
 HOUSE_GENERATION_PARAMS = {"temperature": 0.7, "max_new_tokens": 32}
@@ -90,7 +91,9 @@ class Command(BaseCommand):
                 f"building the house model needs torch and transformers ({error}); "
                 "install them with scripts/setup.sh or pip install 'dialab[cpu]'"
             ) from None
+        from models_gpu.house.__main__ import ProgressPrinter
         from models_gpu.house.build import HOUSE_TRAINING
+        from models_gpu.house.progress import BuildProgressFile
 
         total = steps if steps is not None else HOUSE_TRAINING.steps
         if total < 1:
@@ -100,15 +103,33 @@ class Command(BaseCommand):
         building = out.with_name(f".{out.name}.building")
         shutil.rmtree(building, ignore_errors=True)
         self.stdout.write(f"Building the house model in {out} ({total} steps)...")
-        with tqdm(total=total, unit="step", desc="pre-training", disable=None) as bar:
+        # The home page polls this file while the build runs (webapp.views.house_build).
+        report = BuildProgressFile(house_build_progress_path())
+        report.start(total)
+        try:
+            with tqdm(total=total, unit="step", desc="pre-training", disable=None) as bar:
+                # Without a terminal (the demo writes data/house-model.log) tqdm draws nothing:
+                # a line every tenth of the steps says how far it got instead.
+                log_line = None if not bar.disable else ProgressPrinter(self._write_now)
 
-            def progress(step: int, _total: int, loss: float) -> None:
-                bar.update(step - bar.n)
-                bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+                def progress(step: int, steps_total: int, loss: float) -> None:
+                    bar.update(step - bar.n)
+                    bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+                    report(step, steps_total, loss)
+                    if log_line is not None:
+                        log_line(step, steps_total, loss)
 
-            build_house_model(
-                building, steps=total, seed=seed, progress=progress, evaluate_tasks=eval_tasks
-            )
-        if out.exists():
-            shutil.rmtree(out)
-        building.rename(out)
+                build_house_model(
+                    building, steps=total, seed=seed, progress=progress, evaluate_tasks=eval_tasks
+                )
+            if out.exists():
+                shutil.rmtree(out)
+            building.rename(out)
+        except BaseException as error:  # Ctrl-C too: the page must not say it is still training
+            report.failed(str(error) or type(error).__name__)
+            raise
+        report.done()
+
+    def _write_now(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()  # a log file shows each line as it comes, not at the end
