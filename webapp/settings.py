@@ -272,7 +272,10 @@ LOGGING = {
     # On every handler, so no library's line (httpx logs each request's full URL) shows a secret.
     # The Celery worker replaces the root handlers with its own: workers/log_redaction.py filters
     # those.
-    "filters": {"redact_secrets": {"()": "webapp.core.redaction.SecretRedactingFilter"}},
+    "filters": {
+        "redact_secrets": {"()": "webapp.core.redaction.SecretRedactingFilter"},
+        "one_line_refusals": {"()": "webapp.core.refusals.OneLineRefusals"},
+    },
     "formatters": {
         "django.server": {
             "()": "django.utils.log.ServerFormatter",
@@ -294,6 +297,8 @@ LOGGING = {
         # print before the root handler could redact): "django" now writes through the root
         # handler only, and runserver's request lines (query strings included) are filtered.
         "django": {"level": "INFO"},
+        # A 403 is one line (refused GET /path for user x: reason), not a traceback.
+        "django.request": {"level": "INFO", "filters": ["one_line_refusals"]},
         "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
     },
 }

@@ -8,8 +8,8 @@ launch service and the engine all check, so none of them can disagree.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, Literal
 
 from models_gpu.spec.settings import Problem
 from models_gpu.spec.templates import TEMPLATE_NAMES
@@ -82,6 +82,57 @@ class ProtocolSpec:
         if self.judge_leaks:
             used.append("judge_leak")
         return used
+
+
+# The settings and prompt templates only some modes read, with the modes that read them; every
+# other one applies to every mode. The protocol form shows a field only under its modes, and
+# ``for_its_mode`` stores a setting its mode never reads at its neutral value.
+SETTING_MODES: Mapping[str, tuple[str, ...]] = {
+    "max_turns": ("didactic", "sharded", "self_correction"),  # single-turn: exactly 1
+    "teacher_sees_reference": ("didactic",),
+    "teacher_sees_verifier_details": ("didactic",),
+    "self_correction": ("self_correction",),
+    "regenerate_leaks": ("didactic",),
+    "judge_turn_kinds": ("didactic", "sharded", "self_correction"),
+    "judge_leaks": ("didactic",),
+}
+TEMPLATE_MODES: Mapping[str, tuple[str, ...]] = {
+    "teacher_system": ("didactic",),
+    "user_simulator_system": ("sharded",),
+    "nudge": ("self_correction",),
+    "self_critique": ("self_correction",),
+    "judge_turn_kind": SETTING_MODES["judge_turn_kinds"],
+    "judge_leak": SETTING_MODES["judge_leaks"],
+}
+
+
+def modes_of(name: str) -> tuple[str, ...]:
+    """The modes that read the setting or template ``name`` (every mode for most)."""
+    return SETTING_MODES.get(name) or TEMPLATE_MODES.get(name) or tuple(MODES)
+
+
+def _neutral_value(name: str) -> Any:
+    """What a setting whose mode never reads it is stored as: ProtocolSpec's default (off),
+    and the one turn a single-turn dialogue has."""
+    if name == "max_turns":
+        return 1
+    default = {spec_field.name: spec_field.default for spec_field in fields(ProtocolSpec)}[name]
+    assert default is not MISSING, f"{name} needs a neutral value"
+    return default
+
+
+def for_its_mode(protocol: ProtocolSpec) -> ProtocolSpec:
+    """``protocol`` with every setting its mode never reads at its neutral value: a setting
+    left over from another mode (hidden on the form) neither breaks a rule nor makes two
+    protocols that play alike differ."""
+    if protocol.mode not in MODES:
+        return protocol
+    unread: dict[str, Any] = {
+        name: _neutral_value(name)
+        for name, modes in SETTING_MODES.items()
+        if protocol.mode not in modes
+    }
+    return replace(protocol, **unread)
 
 
 def protocol_problems(protocol: ProtocolSpec) -> list[Problem]:

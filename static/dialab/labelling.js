@@ -174,8 +174,9 @@
       event.preventDefault(); choose(focused, Number(key) - 1);
     } else if (key === "y" && kind === "yes_no") { event.preventDefault(); choose(focused, 0); }
     else if (key === "n" && kind === "yes_no") { event.preventDefault(); choose(focused, 1); }
-    else if (key === "n" || key === "]") { event.preventDefault(); go("next-item"); }
-    else if (key === "p" || key === "[") { event.preventDefault(); go("previous-item"); }
+    // Items move with ] and [ only: n is "no", and must never leave the page on a slip.
+    else if (key === "]") { event.preventDefault(); go("next-item"); }
+    else if (key === "[") { event.preventDefault(); go("previous-item"); }
     else if (key === "Enter") { event.preventDefault(); submitItem("submit-form"); }
     else if (key === "s") { event.preventDefault(); submitItem("skip-form"); }
     else if (key === "v") { event.preventDefault(); togglePrivate(); }

@@ -12,8 +12,10 @@ from models_gpu.spec.backends import (
     SCRIPTED_POLICIES,
     backend_problems,
 )
+from webapp.core.redaction import REDACTED, redact
 from webapp.models_registry.credentials import (
     location_credential_problem,
+    secret_param_names,
     secret_params_problem,
 )
 from webapp.models_registry.models import ModelSpec
@@ -59,6 +61,12 @@ class ModelSpecForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.warnings: list[str] = []
+        # Editing or cloning a row stored before credentials were refused must not echo its
+        # key into the page: the form shows it redacted, and refuses it until it is removed.
+        self.initial["location"] = redact(self.initial.get("location") or "")
+        self.initial["generation_params"] = _redacted_params(
+            self.initial.get("generation_params") or {}
+        )
 
     def clean_backend(self) -> str:
         backend: str = self.cleaned_data["backend"]
@@ -136,3 +144,8 @@ class ModelSpecForm(forms.ModelForm):
         fields = {"backend": "backend", "location": "location", "params": "generation_params"}
         for field, message in backend_problems(backend, location, params):
             self.add_error(fields[field], f"{message}.")
+
+
+def _redacted_params(params: dict[str, Any]) -> dict[str, Any]:
+    secrets = set(secret_param_names(params))
+    return {name: REDACTED if name in secrets else value for name, value in params.items()}

@@ -33,6 +33,11 @@ class ModelSpec(models.Model):
         related_name="produced_models",
         help_text="The training run that produced this checkpoint.",
     )
+    # Retired models leave the launch forms and the list (unless asked for); never deleted,
+    # since runs and trained models point at them.
+    retired = models.BooleanField(
+        default=False, help_text="Hidden from the launch forms and, by default, from the list."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

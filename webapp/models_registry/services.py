@@ -59,6 +59,34 @@ def model_spec_register(
     return ModelSpec.objects.get_or_create(name=name, defaults=fields)
 
 
+def model_spec_update(
+    *,
+    model: ModelSpec,
+    name: str,
+    backend: str,
+    location: str = "",
+    generation_params: dict[str, Any] | None = None,
+    description: str = "",
+) -> ModelSpec:
+    """Change a registered model, refused like ``model_spec_create``. Safe for the runs that
+    used it: each froze the model's backend, location and parameters into its configuration
+    at launch, and only runs launched from now on see the change. Lineage is kept."""
+    params = generation_params or {}
+    _refuse_invalid(backend=backend, location=location, generation_params=params)
+    model.name, model.backend, model.location = name, backend, location
+    model.generation_params, model.description = params, description
+    model.save(update_fields=["name", "backend", "location", "generation_params", "description"])
+    return model
+
+
+def model_spec_set_retired(*, model: ModelSpec, retired: bool) -> ModelSpec:
+    """Retire a model (it leaves the launch forms and the default list) or bring it back.
+    Never a deletion: runs and trained models still point at it."""
+    model.retired = retired
+    model.save(update_fields=["retired"])
+    return model
+
+
 def _refuse_invalid(*, backend: str, location: str, generation_params: dict[str, Any]) -> None:
     """A credential anywhere, or what ``models_gpu.spec.backends`` refuses: ValidationError."""
     problems = credential_problems(location=location, generation_params=generation_params)

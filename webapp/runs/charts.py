@@ -9,7 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from webapp.runs.metrics import TurnAccuracy
+from webapp.runs.metrics import PassAtK, TurnAccuracy
 
 # Plotly's default qualitative palette, named here so a run's max-turns marker gets its colour.
 COLOURS = (
@@ -87,5 +87,37 @@ def accuracy_by_turn_figure(curves: Sequence[Curve]) -> dict[str, Any]:
         template="plotly_white",
     )
     # Through JSON so numpy values become plain numbers the template can embed safely.
+    figure_json: dict[str, Any] = json.loads(figure.to_json())
+    return figure_json
+
+
+def pass_at_k_figure(points: Sequence[PassAtK], *, samples_per_task: int) -> dict[str, Any]:
+    """pass@k for k = 1..K as a curve: a table of K columns does not fit a card once K is in
+    the tens (the page keeps the numbers in a collapsed table and the metrics CSV)."""
+    figure = go.Figure(
+        go.Scatter(
+            x=[point.k for point in points],
+            y=[point.value for point in points],
+            mode="lines+markers",
+            name="pass@k",
+            line={"color": COLOURS[0]},
+            customdata=[point.tasks for point in points],
+            hovertemplate="pass@%{x}: %{y:.3f} (over %{customdata} tasks)<extra></extra>",
+        )
+    )
+    if not points:
+        figure.add_annotation(
+            text="no dialogues stored yet", x=0.5, y=0.5, xref="paper", yref="paper",
+            showarrow=False, font={"size": 14, "color": "#667085"},
+        )  # fmt: skip
+    figure.update_layout(
+        title=f"pass@k for k = 1..{samples_per_task} ({samples_per_task} samples per task)",
+        xaxis={"title": "k (samples drawn per task)", "range": [0.5, samples_per_task + 0.5]},
+        yaxis={"title": "pass@k", "range": [0, 1.02], "tickformat": ".0%"},
+        showlegend=False,
+        margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        height=320,
+        template="plotly_white",
+    )
     figure_json: dict[str, Any] = json.loads(figure.to_json())
     return figure_json

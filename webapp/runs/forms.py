@@ -7,7 +7,10 @@ from django import forms
 from models_gpu.spec.protocol import (
     MAX_REGENERATIONS,
     MAX_TURNS,
+    MODES,
     ProtocolSpec,
+    for_its_mode,
+    modes_of,
     protocol_problems,
 )
 from models_gpu.spec.run import (
@@ -18,8 +21,9 @@ from models_gpu.spec.run import (
     RunConfigError,
 )
 from models_gpu.spec.templates import TEMPLATE_HELP, TEMPLATE_NAMES, resolve_templates
-from webapp.models_registry.models import ModelSpec
+from webapp.models_registry.selectors import model_choices
 from webapp.runs.models import Protocol
+from webapp.runs.selectors import protocol_choices
 from webapp.runs.services import PROTOCOL_SETTINGS, evaluation_config
 from webapp.tasks.models import TaskSet
 
@@ -58,7 +62,8 @@ class ProtocolForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        stored = resolve_templates(self.instance.prompt_templates if self.instance.pk else {})
+        # A new protocol's templates are {}: the defaults. A clone is an unsaved copy: its own.
+        stored = resolve_templates(self.instance.prompt_templates)
         for name in TEMPLATE_NAMES:
             self.fields[template_field_name(name)] = forms.CharField(
                 label=name.replace("_", " ").capitalize(),
@@ -69,11 +74,14 @@ class ProtocolForm(forms.ModelForm):
                 strip=False,
             )
 
-    def template_fields(self) -> list[forms.BoundField]:
-        return [self[template_field_name(name)] for name in TEMPLATE_NAMES]
+    def template_fields(self) -> list[tuple[forms.BoundField, str]]:
+        """Each template's field and the modes that send it ("" for every mode)."""
+        return [(self[template_field_name(name)], _applies_to(name)) for name in TEMPLATE_NAMES]
 
-    def settings_fields(self) -> list[forms.BoundField]:
-        return [self[name] for name in self.Meta.fields]
+    def settings_fields(self) -> list[tuple[forms.BoundField, str]]:
+        """Each setting's field and the modes that read it ("" for every mode): the page shows
+        a field only under the mode chosen (static/dialab/settings_form.js)."""
+        return [(self[name], _applies_to(name)) for name in self.Meta.fields]
 
     def clean(self) -> dict[str, Any]:
         """The protocol's rules are ``models_gpu.spec.protocol``'s, shown on their fields."""
@@ -90,13 +98,22 @@ class ProtocolForm(forms.ModelForm):
         }
 
     def protocol_spec(self) -> ProtocolSpec:
+        """The protocol as entered, a setting its mode never reads at its neutral value (the
+        page hid that field, so what it held is a leftover of another mode)."""
         settings = {field: self.cleaned_data[field] for field in PROTOCOL_SETTINGS}
-        return ProtocolSpec(templates=self.templates(), **settings)
+        return for_its_mode(ProtocolSpec(templates=self.templates(), **settings))
+
+
+def _applies_to(name: str) -> str:
+    """The modes ``name`` applies to, space-separated, or "" when it applies to every mode."""
+    modes = modes_of(name)
+    return "" if set(modes) == set(MODES) else " ".join(modes)
 
 
 def _model_choice(label: str, help_text: str, required: bool = False) -> forms.ModelChoiceField:
+    # Retired models are not offered (model_choices).
     return forms.ModelChoiceField(
-        queryset=ModelSpec.objects.all(), required=required, label=label, help_text=help_text
+        queryset=model_choices(), required=required, label=label, help_text=help_text
     )
 
 
@@ -105,7 +122,7 @@ class EvaluationRunForm(forms.Form):
 
     name = forms.CharField(max_length=200, required=False, help_text="Optional.")
     task_set = forms.ModelChoiceField(queryset=TaskSet.objects.all())
-    protocol = forms.ModelChoiceField(queryset=Protocol.objects.all())
+    protocol = forms.ModelChoiceField(queryset=protocol_choices())
     student = _model_choice("Student", "Plays the student in every mode.", required=True)
     teacher = _model_choice("Teacher", "Required by the didactic mode; unused by the others.")
     user_simulator = _model_choice(

@@ -49,6 +49,11 @@ class Protocol(models.Model):
         "which says whether they give the answer away.",
     )
     prompt_templates = models.JSONField(default=dict, blank=True)
+    # Retired protocols leave the launch form and the list (unless asked for); never deleted,
+    # since runs point at them.
+    retired = models.BooleanField(
+        default=False, help_text="Hidden from the run form and, by default, from the list."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -35,8 +35,19 @@ def run_list() -> QuerySet[Run]:
     )
 
 
-def protocol_list() -> QuerySet[Protocol]:
-    return Protocol.objects.all()
+def protocol_list(*, include_retired: bool = False) -> QuerySet[Protocol]:
+    """The protocols, retired ones only with ``include_retired``."""
+    protocols = Protocol.objects.all()
+    return protocols if include_retired else protocols.filter(retired=False)
+
+
+def protocol_choices() -> QuerySet[Protocol]:
+    """The protocols a run may be launched with: every protocol not retired."""
+    return protocol_list()
+
+
+def retired_protocol_count() -> int:
+    return Protocol.objects.filter(retired=True).count()
 
 
 def run_max_turns(run: Run) -> int:

@@ -60,11 +60,35 @@ PROTOCOL_SETTINGS = (
 
 def protocol_create(*, name: str, spec: ProtocolSpec) -> Protocol:
     """Save a protocol; ``RunConfigError`` when it breaks a rule of ``protocol_problems``."""
+    _refuse_invalid_protocol(spec)
+    settings = {field: getattr(spec, field) for field in PROTOCOL_SETTINGS}
+    return Protocol.objects.create(name=name, prompt_templates=dict(spec.templates), **settings)
+
+
+def protocol_update(*, protocol: Protocol, name: str, spec: ProtocolSpec) -> Protocol:
+    """Change a protocol, refused like ``protocol_create``. Safe for the runs that used it: each
+    froze the protocol (settings and every template) into its configuration at launch, and
+    only runs launched from now on see the change."""
+    _refuse_invalid_protocol(spec)
+    for setting in PROTOCOL_SETTINGS:
+        setattr(protocol, setting, getattr(spec, setting))
+    protocol.name, protocol.prompt_templates = name, dict(spec.templates)
+    protocol.save(update_fields=["name", "prompt_templates", *PROTOCOL_SETTINGS])
+    return protocol
+
+
+def protocol_set_retired(*, protocol: Protocol, retired: bool) -> Protocol:
+    """Retire a protocol (it leaves the run form and the default list) or bring it back.
+    Never a deletion: runs still point at it."""
+    protocol.retired = retired
+    protocol.save(update_fields=["retired"])
+    return protocol
+
+
+def _refuse_invalid_protocol(spec: ProtocolSpec) -> None:
     problems = protocol_problems(spec)
     if problems:
         raise RunConfigError(problems)
-    settings = {field: getattr(spec, field) for field in PROTOCOL_SETTINGS}
-    return Protocol.objects.create(name=name, prompt_templates=dict(spec.templates), **settings)
 
 
 def role_spec(model: ModelSpec | None) -> RoleSpec | None:

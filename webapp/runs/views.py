@@ -4,9 +4,11 @@ import csv
 import json
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
@@ -14,10 +16,16 @@ from django_htmx.http import HttpResponseStopPolling
 from webapp.core.permissions import researcher_required
 from webapp.core.plotly_csp import allows_plotly
 from webapp.runs import selectors, services
-from webapp.runs.charts import Curve, accuracy_by_turn_figure
+from webapp.runs.charts import Curve, accuracy_by_turn_figure, pass_at_k_figure
 from webapp.runs.forms import EvaluationRunForm, ProtocolForm
-from webapp.runs.metrics import CSV_COLUMNS, accounting_rows, csv_cells, metric_rows
-from webapp.runs.models import Run
+from webapp.runs.metrics import (
+    CSV_COLUMNS,
+    PassAtK,
+    accounting_rows,
+    csv_cells,
+    metric_rows,
+)
+from webapp.runs.models import Protocol, Run
 
 
 @researcher_required
@@ -76,7 +84,14 @@ def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
         "compare_query": urlencode([("compare", other.pk) for other in compared]),
         "accounting": accounting,
         "accounting_recorded": accounting_recorded,
+        "pass_at_k_figure": _pass_at_k_figure(run, metrics.pass_at_k),
     }
+
+
+def _pass_at_k_figure(run: Run, points: list[PassAtK]) -> dict[str, object] | None:
+    """The pass@k curve, for a run that asked for more than one sample per task."""
+    samples = run.frozen_config.samples_per_task
+    return pass_at_k_figure(points, samples_per_task=samples) if samples > 1 else None
 
 
 @researcher_required
@@ -131,9 +146,64 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def protocol_list(request: HttpRequest) -> HttpResponse:
+    """The protocols (retired ones with ``?retired=1``) and the form that adds one."""
     form = ProtocolForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         services.protocol_create(name=form.cleaned_data["name"], spec=form.protocol_spec())
         return redirect("protocol_list")
-    context = {"protocols": selectors.protocol_list(), "form": form}
+    show_retired = request.GET.get("retired") == "1"
+    context = {
+        "protocols": selectors.protocol_list(include_retired=show_retired),
+        "show_retired": show_retired,
+        "retired_count": selectors.retired_protocol_count(),
+        "form": form,
+    }
     return render(request, "runs/protocol_list.html", context)
+
+
+@researcher_required
+def protocol_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    protocol = get_object_or_404(Protocol, pk=pk)
+    form = ProtocolForm(request.POST or None, instance=protocol)
+    if request.method == "POST" and form.is_valid():
+        services.protocol_update(
+            protocol=protocol, name=form.cleaned_data["name"], spec=form.protocol_spec()
+        )
+        messages.success(request, f"Saved {protocol}.")
+        return redirect("protocol_list")
+    context = {"form": form, "protocol": protocol, "editing": True}
+    return render(request, "runs/protocol_form.html", context)
+
+
+@researcher_required
+def protocol_clone(request: HttpRequest, pk: int) -> HttpResponse:
+    """The add form pre-filled with a protocol's settings and templates, under a new name."""
+    source = get_object_or_404(Protocol, pk=pk)
+    copy = Protocol(
+        name=f"{source.name} (copy)",
+        prompt_templates=source.prompt_templates,
+        **{field: getattr(source, field) for field in services.PROTOCOL_SETTINGS},
+    )
+    form = ProtocolForm(request.POST or None, instance=copy)
+    if request.method == "POST" and form.is_valid():
+        protocol = services.protocol_create(
+            name=form.cleaned_data["name"], spec=form.protocol_spec()
+        )
+        messages.success(request, f"Added {protocol}.")
+        return redirect("protocol_list")
+    context = {"form": form, "protocol": source, "editing": False}
+    return render(request, "runs/protocol_form.html", context)
+
+
+@researcher_required
+@require_POST
+def protocol_retire(request: HttpRequest, pk: int) -> HttpResponse:
+    """Retire (``retired=1``) or restore (``retired=0``) a protocol."""
+    protocol = get_object_or_404(Protocol, pk=pk)
+    retired = request.POST.get("retired") == "1"
+    services.protocol_set_retired(protocol=protocol, retired=retired)
+    if retired:
+        messages.success(request, f"Retired {protocol}: the run form no longer offers it.")
+        return redirect("protocol_list")
+    messages.success(request, f"Restored {protocol}.")
+    return redirect(f"{reverse('protocol_list')}?retired=1")

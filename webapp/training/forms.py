@@ -20,8 +20,8 @@ from models_gpu.spec.training_run import NOTHING_TO_TRAIN, TRAINABLE_BACKENDS, W
 from webapp.accounts.models import User
 from webapp.core.settings_fields import setting_field
 from webapp.dialogues.forms import DialogueFilterForm
-from webapp.models_registry.models import ModelSpec
-from webapp.runs.models import Protocol
+from webapp.models_registry.selectors import model_choices
+from webapp.runs.selectors import protocol_choices
 from webapp.tasks.models import TaskSet
 from webapp.training.selectors import SelectionCounts, selected_dialogues, selection_counts
 
@@ -37,7 +37,7 @@ class TrainingForm(forms.Form):
         help_text="The transcript list's filter that selects the training dialogues.",
     )
     base_model = forms.ModelChoiceField(
-        queryset=ModelSpec.objects.filter(backend__in=TRAINABLE_BACKENDS),
+        queryset=model_choices().filter(backend__in=TRAINABLE_BACKENDS),
         help_text="A local checkpoint (transformers or vLLM backend) to start from.",
     )
     eval_task_set = forms.ModelChoiceField(
@@ -45,11 +45,9 @@ class TrainingForm(forms.Form):
         label="Held-out task set",
         help_text="Evaluated on by the trained model and the base model when training ends.",
     )
-    eval_protocol = forms.ModelChoiceField(
-        queryset=Protocol.objects.all(), label="Evaluation protocol"
-    )
+    eval_protocol = forms.ModelChoiceField(queryset=protocol_choices(), label="Evaluation protocol")
     eval_teacher = forms.ModelChoiceField(
-        queryset=ModelSpec.objects.all(),
+        queryset=model_choices(),
         required=False,
         label="Evaluation teacher",
         help_text="For the didactic protocol.",
@@ -58,7 +56,7 @@ class TrainingForm(forms.Form):
         min_value=1, max_value=MAX_SAMPLES_PER_TASK, initial=1, label="Samples per task"
     )
     question_writer = forms.ModelChoiceField(
-        queryset=ModelSpec.objects.filter(backend__in=WRITER_BACKENDS),
+        queryset=model_choices().filter(backend__in=WRITER_BACKENDS),
         required=False,
         label="question writer",
         empty_label="none: the question template",

@@ -29,6 +29,23 @@ def test_the_transcript_list_offers_training_on_its_filter(
     assert 'value="outcome=solved"' in page  # the selection, without the list's page
 
 
+def test_retired_models_and_protocols_are_not_offered(
+    researcher_client: Any, world: dict[str, Any], tiny_model_dir: Path
+) -> None:
+    ModelSpec.objects.create(
+        name="old base", backend="transformers", location=str(tiny_model_dir), retired=True
+    )
+    world["protocol"].retired = True
+    world["protocol"].save()
+    form = researcher_client.get(reverse("training_create"), {"outcome": "solved"}).context["form"]
+    assert [m.name for m in form.fields["base_model"].queryset] == ["tiny"]
+    assert world["protocol"] not in form.fields["eval_protocol"].queryset
+    refused = researcher_client.post(
+        reverse("training_create"), form_data(world, eval_protocol=world["protocol"].pk)
+    )
+    assert "eval_protocol" in refused.context["form"].errors
+
+
 def test_an_empty_selection_and_bad_values_are_refused_on_the_form(
     researcher_client: Any, world: dict[str, Any], tmp_path: Path
 ) -> None:
