@@ -10,12 +10,14 @@ TRL turns on bfloat16 and gradient checkpointing by default, even on CPU).
 Where things go, under ``output_dir``:
     training_job.json   the configuration, its hash and the base model: a later call with
                         another configuration or base refuses to resume here (ValueError).
-    dataset/            the encoded examples (Arrow) and dataset_stats.json; written once,
-                        reused when resuming, so a resumed run trains on the very same rows.
+    dataset/            the encoded examples (Arrow files, memory-mapped) and
+                        dataset_stats.json; written once, reused when resuming, so a resumed
+                        run trains on the very same rows.
     checkpoint-N/       resumable checkpoints (weights or LoRA adapter, optimizer, scheduler,
                         random states, step), every ``save_steps`` steps and when cancelled; the
-                        newest ``keep_checkpoints`` are kept. A LoRA checkpoint holds only the
-                        adapter (merge it with ``peft.AutoPeftModelForCausalLM``).
+                        newest ``keep_checkpoints`` are kept, and none once final/ is written.
+                        A LoRA checkpoint holds only the adapter (merge it with
+                        ``peft.AutoPeftModelForCausalLM``).
     final/              the trained model as a plain Hugging Face checkpoint (LoRA merged into
                         the weights), its tokenizer, and dialab_training.json (configuration,
                         base model, summary). Written only when training completes, under a
@@ -64,6 +66,7 @@ JOB_FILE = "training_job.json"
 STATS_FILE = "dataset_stats.json"
 METADATA_FILE = "dialab_training.json"
 CHECKPOINT_PREFIX = "checkpoint-"
+ARROW_PREFIX = "data-"
 MAX_GRAD_NORM = 1.0
 
 LogCallback = Callable[[dict[str, Any]], None]
@@ -286,7 +289,6 @@ def _dataset(
         Features,
         List,
         Value,
-        load_from_disk,
     )
 
     target = out / DATASET_DIR
@@ -354,8 +356,13 @@ def _dataset(
                 raise failures[0]
             if counts["examples"] == 0:
                 raise _nothing_to_train(counts["dialogues"], config)
+            # The Arrow files move rather than being copied (save_to_disk would read every page
+            # back, so the process's resident memory would grow with the dataset).
             shutil.rmtree(building, ignore_errors=True)
-            built.save_to_disk(str(building))
+            building.mkdir()
+            for number, cache in enumerate(built.cache_files):
+                shutil.move(cache["filename"], building / f"{ARROW_PREFIX}{number:05d}.arrow")
+            del built
             stats = DatasetStats(**counts)
             (building / STATS_FILE).write_text(json.dumps(asdict(stats), indent=2) + "\n")
             shutil.rmtree(target, ignore_errors=True)
@@ -363,7 +370,17 @@ def _dataset(
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     stats = DatasetStats(**json.loads((target / STATS_FILE).read_text()))
-    return load_from_disk(str(target)), stats
+    return load_encoded_dataset(target), stats
+
+
+def load_encoded_dataset(target: Path) -> Any:
+    """The encoded examples in ``target``, memory-mapped, in the order they were written."""
+    from datasets import Dataset, concatenate_datasets, load_from_disk
+
+    if (target / "state.json").exists():  # written by save_to_disk, before the files moved
+        return load_from_disk(str(target))
+    parts = [Dataset.from_file(str(path)) for path in sorted(target.glob(f"{ARROW_PREFIX}*"))]
+    return parts[0] if len(parts) == 1 else concatenate_datasets(parts)
 
 
 def _nothing_to_train(dialogues: int, config: TrainingConfig) -> ValueError:
@@ -557,4 +574,8 @@ def _save_final(
     (partial / METADATA_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(final, ignore_errors=True)
     partial.rename(final)
+    # A complete final/ is what a rerun returns (``_finished``): the checkpoints, about three
+    # times the model's size each with the optimizer's state, would never be read again.
+    for checkpoint in out.glob(f"{CHECKPOINT_PREFIX}*"):
+        shutil.rmtree(checkpoint, ignore_errors=True)
     return final

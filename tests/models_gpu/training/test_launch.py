@@ -90,11 +90,12 @@ def test_a_model_writes_q_primings_questions_and_is_let_go_before_training(
 
     # What was trained: every failed attempt became what the model wrote (the same text as the
     # writer gives for the same request again), or the template where it wrote nothing.
-    from datasets import load_from_disk  # type: ignore[import-untyped]
     from transformers import AutoTokenizer
 
+    from models_gpu.training.trainer import load_encoded_dataset
+
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    rows = load_from_disk(str(Path(job.output_dir) / "dataset"))
+    rows = load_encoded_dataset(Path(job.output_dir) / "dataset")
     generator = load_generator(writer)
     fallback = template_writer("TEMPLATE QUESTION")
     again = model_writer(generator, seed=job.config.seed, fallback=fallback)

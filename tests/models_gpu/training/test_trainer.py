@@ -25,9 +25,11 @@ pytest.importorskip("peft")
 from models_gpu.spec.training import TrainingConfig, TrainingConfigError  # noqa: E402
 from models_gpu.training.encode import encode_for_config  # noqa: E402
 from models_gpu.training.trainer import (  # noqa: E402
+    DATASET_DIR,
     FINAL_DIR,
     JOB_FILE,
     METADATA_FILE,
+    load_encoded_dataset,
     train,
 )
 from tests.models_gpu.training.dialogues import sums  # noqa: E402
@@ -97,6 +99,14 @@ def test_full_fine_tuning_learns_the_trained_tokens(
     assert metadata["config_hash"] == QUICK.config_hash() and metadata["global_step"] == 20
     tokenizer = transformers.AutoTokenizer.from_pretrained(final)
     assert tokenizer.chat_template == tiny_tokenizer.chat_template
+    # What stays on disk: the examples, written once as they streamed in, and the final model;
+    # no checkpoint (a finished run is never resumed).
+    assert not list(tmp_path.glob("checkpoint-*"))
+    rows = load_encoded_dataset(tmp_path / DATASET_DIR)
+    assert [path.name for path in (tmp_path / DATASET_DIR).glob("*.arrow")] == ["data-00000.arrow"]
+    assert rows["input_ids"] == [
+        encode_for_config(tiny_tokenizer, d, QUICK).input_ids for d in sums(16)
+    ]
     # Run again on a finished directory: nothing is read or trained, the result is as stored.
     again = train(QUICK, base_model=tiny_model_dir, examples=not_read, output_dir=tmp_path)
     assert replace(again, wall_seconds=0) == replace(result, wall_seconds=0)
