@@ -23,7 +23,12 @@ from webapp.dialogues.forms import DialogueFilterForm
 from webapp.models_registry.selectors import model_choices
 from webapp.runs.selectors import protocol_choices
 from webapp.tasks.models import TaskSet
-from webapp.training.selectors import SelectionCounts, selected_dialogues, selection_counts
+from webapp.training.selectors import (
+    SelectionCounts,
+    previewed_template_problem,
+    selected_dialogues,
+    selection_counts,
+)
 
 # The form's own fields (the rest are the training settings, by their spec names).
 EVALUATION_FIELDS = ("eval_task_set", "eval_protocol", "eval_teacher", "eval_samples")
@@ -88,6 +93,16 @@ class TrainingForm(forms.Form):
         cleaned = super().clean() or {}
         if self.counts().dialogues == 0:
             self.add_error("selection", NOTHING_TO_TRAIN)
+        if "base_model" in cleaned and "method" in cleaned:
+            problem = previewed_template_problem(
+                reader=self.reader, base_model=cleaned["base_model"], method=cleaned["method"]
+            )
+            if problem:
+                self.add_error(
+                    "method",
+                    f"The latest preview of {cleaned['base_model'].name} found: {problem} Choose "
+                    "another method, or preview again once the base model is fixed.",
+                )
         values = {s.name: cleaned[s.name] for s in TRAINING_SETTINGS if s.name in cleaned}
         for problem in training_config_problems(values):
             if problem.field in cleaned:  # a field that failed its own check says so already

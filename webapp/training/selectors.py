@@ -12,11 +12,14 @@ from models_gpu.spec.results import TurnRow
 from models_gpu.spec.run import RunConfig
 from models_gpu.spec.templates import render_for_dialogue
 from models_gpu.spec.training import TrainingDialogue
+from models_gpu.spec.training_run import NOTHING_TO_TRAIN
 from webapp.accounts.models import User
 from webapp.dialogues import search, selectors
 from webapp.dialogues.filters import DialogueFilters
 from webapp.dialogues.models import Dialogue, Turn
+from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
+from webapp.training.models import TrainingPreview
 
 # Dialogues read per query while a snapshot is written: memory stays flat however many match.
 CHUNK = 500
@@ -99,3 +102,23 @@ def training_dialogues(dialogues: QuerySet[Dialogue]) -> Iterator[TrainingDialog
 def _run_config(run_id: int, configs: dict[int, RunConfig]) -> RunConfig:
     configs[run_id] = Run.objects.get(pk=run_id).frozen_config
     return configs[run_id]
+
+
+def previewed_template_problem(*, reader: User, base_model: ModelSpec, method: str) -> str:
+    """Why ``reader``'s newest finished preview of ``base_model`` found it cannot train
+    ``method`` (its chat template cannot express the layout, or its tokenizer does not load);
+    "" when it found nothing wrong or there is no such preview. The web process never loads a
+    tokenizer, so this is how the launch form knows before a worker would fail the run."""
+    preview = (
+        TrainingPreview.objects.filter(created_by=reader, base_model=base_model)
+        .filter(Q(result__isnull=False) | ~Q(error=""))
+        .order_by("-pk")
+        .first()
+    )
+    if preview is None:
+        return ""
+    if preview.result is not None:
+        errors = [e["error"] for e in preview.result["examples"] if e["method"] == method]
+        return errors[0] if errors else ""
+    about_this_method = preview.training_config.get("method") == method
+    return preview.error if about_this_method and preview.error != NOTHING_TO_TRAIN else ""

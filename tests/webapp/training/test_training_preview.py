@@ -13,6 +13,7 @@ from django.urls import reverse
 from tests.models_gpu.training.test_encode import REWRITES_LAST
 from tests.webapp.training.launch_form import form_data
 from webapp.models_registry.models import ModelSpec
+from webapp.runs.models import Run
 from webapp.training.models import TrainingPreview
 from workers.training import build_preview
 
@@ -67,6 +68,13 @@ def test_a_chat_template_that_cannot_express_the_layout_is_said_before_launch(
     assert preview.result is None
     assert "cannot express the sft layout" in preview.error
     assert 'id="preview-error"' in html
+    # Launching that method anyway is refused on the form, with what the preview found.
+    refused = researcher_client.post(
+        reverse("training_create"), form_data(world, base_model=model.pk)
+    )
+    (error,) = refused.context["form"].errors["method"]
+    assert error.startswith("The latest preview of rewrites found: ") and "sft layout" in error
+    assert not Run.objects.filter(kind=Run.Kind.TRAIN).exists()
 
 
 def test_a_preview_of_a_bad_form_says_what_to_fix(
