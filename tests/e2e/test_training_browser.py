@@ -290,7 +290,7 @@ def test_researcher_trains_on_filtered_transcripts_and_compares_with_the_base(
     assert order.index(f"model-{trained.pk}") == order.index(f"model-{data['base'].pk}") + 1
     row = page.locator(f"#model-{trained.pk}")
     assert row.locator("td.lineage-depth-1").count() == 1
-    lineage = row.locator("td").last
+    lineage = row.locator("td.model-lineage")
     assert f"from tiny house, trained by #{run.pk} {run.name}" in lineage.text_content()
     assert lineage.locator("a").get_attribute("href") == f"/runs/{run.pk}/"
     box, table = lineage.bounding_box(), page.locator("#model-table").bounding_box()
