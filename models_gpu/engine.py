@@ -344,6 +344,7 @@ class _Run:
                 _Cost.of(generation),
                 verdict=verdict if kind == "attempt" or not self.sharded else None,
                 private_context=judged.get(i, {}),
+                token_ids=generation.token_ids,
             )
             dialogue.end_reason = self._end_reason(dialogue, kind, verdict, round_number)
             if verdict.correct:
@@ -513,6 +514,7 @@ class _Run:
                 generation.text,
                 _Cost.of(generation),
                 private_context={CRITIQUE_INSTRUCTION_KEY: instruction},
+                token_ids=generation.token_ids,
             )
 
     # --- Calls and accounting -----------------------------------------------------------------

@@ -76,10 +76,15 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class Generation:
+    """One reply. ``token_ids``: the ids the model sampled, through the end-of-sequence token
+    when it stopped on one (empty when the backend does not see token ids: scripted, openai);
+    online training trains on exactly these ids."""
+
     text: str
     prompt_tokens: int
     completion_tokens: int
     latency_ms: float
+    token_ids: tuple[int, ...] = ()
 
 
 class Generator(Protocol):
@@ -113,6 +118,7 @@ class TurnRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
+    token_ids: tuple[int, ...] = ()  # a student reply's sampled ids (``Generation.token_ids``)
 
 
 @dataclass(frozen=True)

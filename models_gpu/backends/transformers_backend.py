@@ -15,9 +15,9 @@ the defaults above, decide. Its end-of-sequence ids are (with the tokenizer's).
 
 Results: ``text`` is the new tokens up to the first end-of-sequence token, decoded without
 special tokens. ``prompt_tokens`` counts the prompt's real tokens (no padding);
-``completion_tokens`` the new tokens up to and including that first end-of-sequence token.
-``latency_ms`` is the wall time of the micro-batch's ``generate`` call, the same for every
-request in it (each reply waited that long).
+``completion_tokens`` the new tokens up to and including that first end-of-sequence token, and
+``token_ids`` those very ids. ``latency_ms`` is the wall time of the micro-batch's ``generate``
+call, the same for every request in it (each reply waited that long).
 
 Seeding: each request samples from its own random stream, seeded by its ``seed`` and its number of
 messages (so every turn of a dialogue draws afresh). One uniform number per generated position
@@ -89,7 +89,17 @@ def check_checkpoint(location: str) -> Path:
 class _LoadedModel:
     """A model and tokenizer in memory, shared by the generators that use them."""
 
-    def __init__(self, path: Path, device: torch.device, dtype: torch.dtype) -> None:
+    def __init__(self, model: Any, tokenizer: Any, device: torch.device) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = device
+        self.eos_ids = _eos_ids(model, tokenizer)
+        pad_id = tokenizer.pad_token_id
+        self.pad_id: int = pad_id if pad_id is not None else min(self.eos_ids)
+        self.lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: Path, device: torch.device, dtype: torch.dtype) -> _LoadedModel:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -100,13 +110,7 @@ class _LoadedModel:
             )
         tokenizer.padding_side = "left"
         model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
-        self.model = model.to(device).eval()
-        self.tokenizer = tokenizer
-        self.device = device
-        self.eos_ids = _eos_ids(model, tokenizer)
-        pad_id = tokenizer.pad_token_id
-        self.pad_id: int = pad_id if pad_id is not None else min(self.eos_ids)
-        self.lock = threading.Lock()
+        return cls(model.to(device).eval(), tokenizer, device)
 
 
 _MODELS: weakref.WeakValueDictionary[tuple[str, str, str], _LoadedModel] = (
@@ -122,7 +126,7 @@ def _load_model(path: Path, options: TransformersOptions) -> _LoadedModel:
     with _MODELS_LOCK:
         loaded = _MODELS.get(key)
         if loaded is None:
-            loaded = _LoadedModel(path, device, dtype)
+            loaded = _LoadedModel.load(path, device, dtype)
             _MODELS[key] = loaded
         return loaded
 
@@ -226,11 +230,13 @@ class TransformersGenerator:
         eos_ids = self._loaded.eos_ids
         end = next((i for i, token in enumerate(new_ids) if token in eos_ids), None)
         text_ids = new_ids if end is None else new_ids[:end]
+        sampled = new_ids if end is None else new_ids[: end + 1]
         return Generation(
             text=self._loaded.tokenizer.decode(text_ids, skip_special_tokens=True),
             prompt_tokens=prompt_tokens,
-            completion_tokens=len(new_ids) if end is None else end + 1,
+            completion_tokens=len(sampled),
             latency_ms=latency_ms,
+            token_ids=tuple(sampled),
         )
 
 
@@ -291,6 +297,19 @@ def load_transformers(spec: RoleSpec) -> TransformersGenerator:
     except ValueError as error:
         raise ValueError(f"transformers backend: {error}") from None
     return TransformersGenerator(spec.location, options, _load_model(path, options))
+
+
+def generator_for_model(
+    model: Any, tokenizer: Any, params: Mapping[str, Any]
+) -> TransformersGenerator:
+    """A generator over a model that is already in memory (online training's policy, whose
+    weights change between calls): the same batching and seeded sampling as a loaded
+    checkpoint. The caller puts the model in eval mode around the calls; the tokenizer is used
+    as it is, except that it pads on the left."""
+    options = parse_params(params)
+    tokenizer.padding_side = "left"
+    device = next(model.parameters()).device
+    return TransformersGenerator("(in memory)", options, _LoadedModel(model, tokenizer, device))
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:

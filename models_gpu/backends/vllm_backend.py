@@ -197,6 +197,7 @@ class VllmGenerator:
                 prompt_tokens=len(output.prompt_token_ids or ()),
                 completion_tokens=len(output.outputs[0].token_ids),
                 latency_ms=latency_ms,
+                token_ids=tuple(output.outputs[0].token_ids),
             )
             for output in outputs
         ]

@@ -248,16 +248,16 @@ def encode_messages(
         if len(ids) >= max_length:
             break  # the rest would be cut anyway
         laid_out = messages[count - 1]
-        rendered = _render(tokenizer, messages[:count], what=what)
-        _check_extends(tokenizer, ids, rendered, count, what)
+        rendered = render_messages(tokenizer, messages[:count], what=what)
+        check_extends(tokenizer, ids, rendered, count, what)
         new = rendered[len(ids) :]
         if not laid_out.trained:
             labels += [IGNORE_INDEX] * len(new)
         else:
-            opened = _render(tokenizer, messages[: count - 1], what=what, open_reply=True)
+            opened = render_messages(tokenizer, messages[: count - 1], what=what, open_reply=True)
             if len(opened) <= len(ids) or rendered[: len(opened)] != opened:
                 raise ChatTemplateError(
-                    f"the chat template of {_name(tokenizer)} cannot express the {what}: "
+                    f"the chat template of {tokenizer_name(tokenizer)} cannot express the {what}: "
                     f"opening an assistant turn after {count - 1} messages does not give the "
                     f"start of rendering message {count} (no generation prompt, or a role "
                     "header that merges with the content)"
@@ -277,7 +277,7 @@ def encode_messages(
     return EncodedExample(ids, labels, trained_tokens=trained, truncated=truncated)
 
 
-def _render(
+def render_messages(
     tokenizer: Any, messages: Sequence[LaidOutMessage], *, what: str, open_reply: bool = False
 ) -> list[int]:
     from jinja2 import TemplateError
@@ -292,24 +292,24 @@ def _render(
     except (TemplateError, ValueError) as error:
         roles = ", ".join(m.message.role for m in messages)
         raise ChatTemplateError(
-            f"the chat template of {_name(tokenizer)} cannot express the {what}: rendering "
-            f"{len(messages)} messages ({roles}) fails: {error}"
+            f"the chat template of {tokenizer_name(tokenizer)} cannot express the {what}: "
+            f"rendering {len(messages)} messages ({roles}) fails: {error}"
         ) from error
     return list(encoding["input_ids"])
 
 
-def _check_extends(
+def check_extends(
     tokenizer: Any, before: list[int], after: list[int], count: int, what: str
 ) -> None:
     if after[: len(before)] != before:
         raise ChatTemplateError(
-            f"the chat template of {_name(tokenizer)} cannot express the {what}: rendering "
-            f"{count} messages does not extend rendering {count - 1} (the template rewrites "
-            "earlier messages, so their tokens cannot be labelled one message at a time)"
+            f"the chat template of {tokenizer_name(tokenizer)} cannot express the {what}: "
+            f"rendering {count} messages does not extend rendering {count - 1} (the template "
+            "rewrites earlier messages, so their tokens cannot be labelled one message at a time)"
         )
 
 
-def _name(tokenizer: Any) -> str:
+def tokenizer_name(tokenizer: Any) -> str:
     return str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
 
 

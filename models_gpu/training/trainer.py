@@ -47,7 +47,7 @@ import json
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -153,7 +153,12 @@ def train(
     # directory and writes the dataset; the others wait, then read what it wrote.
     processes = PartialState()
     with processes.main_process_first():
-        _claim(out, config, str(base_model))
+        claim_output(
+            out,
+            config=config.to_json(),
+            config_hash=config.config_hash(),
+            base_model=str(base_model),
+        )
     finished = _finished(out, started)
     if finished is not None:
         return finished
@@ -161,7 +166,7 @@ def train(
     device = resolve_device(config.device)
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device.index)
-    bf16 = _bf16(config.precision, device)
+    bf16 = use_bf16(config.precision, device)
     tokenizer = AutoTokenizer.from_pretrained(base_model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -170,20 +175,20 @@ def train(
     close_writer = getattr(write_question, "close", None)
     if close_writer is not None:  # a model writer lets its model go before training
         close_writer()
-    resume = _last_checkpoint(out)
+    resume = last_checkpoint(out)
 
     set_seed(config.seed)  # before the model exists: LoRA's initialisation draws from it
     lora = config.finetuning == "lora"
     dtype = torch.bfloat16 if lora and bf16 else torch.float32
     model = AutoModelForCausalLM.from_pretrained(base_model, dtype=dtype)
     progress = _progress_callback(on_log)
-    stopper = _stop_callback(should_stop or (lambda: False))
+    stopper = stop_callback(should_stop or (lambda: False))
     trainer = SFTTrainer(
         model=model,
         args=_arguments(config, out, device, bf16),
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=_lora_config(config) if lora else None,
+        peft_config=lora_config(config) if lora else None,
         callbacks=[progress, stopper],
     )
     trainer.remove_callback(PrinterCallback)  # on_log reports; nothing is printed
@@ -218,7 +223,19 @@ def train(
     if not stopped:
         final = out / FINAL_DIR
         if processes.is_main_process:
-            _save_final(trainer, tokenizer, out, config, str(base_model), result, lora)
+            summary = {
+                "what": "A Dialab student fine-tuned on stored dialogues (models_gpu.training).",
+                "base_model": str(base_model),
+                "config": config.to_json(),
+                "config_hash": config.config_hash(),
+                "global_step": result.global_step,
+                "epoch": result.epoch,
+                "dataset": asdict(result.dataset),
+                "loss_first": result.loss_first,
+                "loss_last": result.loss_last,
+                "result": {**asdict(result), "final_dir": str(final)},
+            }
+            save_final(trainer, tokenizer, out, summary=summary, lora=lora)
         processes.wait_for_everyone()
         result = _with(result, final_dir=str(final))
     return _with(result, wall_seconds=round(time.perf_counter() - started, 3))
@@ -228,12 +245,17 @@ def _with(result: TrainResult, **changes: Any) -> TrainResult:
     return TrainResult(**{**asdict(result), "dataset": result.dataset, **changes})
 
 
+def finished_summary(out: Path) -> dict[str, Any] | None:
+    """The stored result of the run that already completed in ``out``, or None."""
+    path = out / FINAL_DIR / METADATA_FILE
+    return dict(json.loads(path.read_text())["result"]) if path.exists() else None
+
+
 def _finished(out: Path, started: float) -> TrainResult | None:
     """The result of the run that already completed in ``out``, or None."""
-    path = out / FINAL_DIR / METADATA_FILE
-    if not path.exists():
+    stored = finished_summary(out)
+    if stored is None:
         return None
-    stored = json.loads(path.read_text())["result"]
     losses = tuple((int(step), float(loss)) for step, loss in stored["loss_history"])
     return TrainResult(
         **{
@@ -245,7 +267,7 @@ def _finished(out: Path, started: float) -> TrainResult | None:
     )
 
 
-def _bf16(precision: str, device: torch.device) -> bool:
+def use_bf16(precision: str, device: torch.device) -> bool:
     import torch
 
     if precision == "auto":
@@ -253,20 +275,15 @@ def _bf16(precision: str, device: torch.device) -> bool:
     return precision == "bfloat16"
 
 
-def _claim(out: Path, config: TrainingConfig, base_model: str) -> None:
+def claim_output(
+    out: Path, *, config: Mapping[str, Any], config_hash: str, base_model: str
+) -> None:
     """Record which training ``out`` belongs to, or check that it is this one."""
-    job = {
-        "config": config.to_json(),
-        "config_hash": config.config_hash(),
-        "base_model": base_model,
-    }
+    job = {"config": dict(config), "config_hash": config_hash, "base_model": base_model}
     path = out / JOB_FILE
     if path.exists():
         stored = json.loads(path.read_text())
-        if (
-            stored.get("config_hash") != job["config_hash"]
-            or stored.get("base_model") != base_model
-        ):
+        if stored.get("config_hash") != config_hash or stored.get("base_model") != base_model:
             raise ValueError(
                 f"{out} holds a training run of another configuration or base model "
                 f"(hash {stored.get('config_hash')}, base {stored.get('base_model')}): "
@@ -395,7 +412,7 @@ def _nothing_to_train(dialogues: int, config: TrainingConfig) -> ValueError:
 CHECKPOINT_COMPLETE = "trainer_state.json"
 
 
-def _last_checkpoint(out: Path) -> Path | None:
+def last_checkpoint(out: Path) -> Path | None:
     """The newest complete checkpoint; an incomplete one (a save cut short) is passed over."""
     steps = [
         (int(path.name.removeprefix(CHECKPOINT_PREFIX)), path)
@@ -407,32 +424,51 @@ def _last_checkpoint(out: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
+def common_arguments(
+    config: TrainingConfig, out: Path, device: torch.device, bf16: bool
+) -> dict[str, Any]:
+    """The transformers ``TrainingArguments`` every Dialab trainer sets (SFT and GRPO)."""
+    return {
+        "output_dir": str(out),
+        # How long.
+        "num_train_epochs": config.epochs,
+        "max_steps": config.max_steps or -1,
+        # The optimizer and the schedule.
+        "optim": "adamw_torch_fused" if device.type == "cuda" else "adamw_torch",
+        "learning_rate": config.learning_rate,
+        "lr_scheduler_type": config.lr_scheduler,
+        "warmup_steps": config.warmup_ratio,  # a float below 1: a share of the steps
+        "weight_decay": config.weight_decay,
+        "max_grad_norm": MAX_GRAD_NORM,
+        # Precision, device, memory (TRL defaults bf16 and gradient checkpointing to on).
+        "bf16": bf16,
+        "fp16": False,
+        "use_cpu": device.type == "cpu",
+        "gradient_checkpointing": config.gradient_checkpointing,
+        # Seeds: initialisation, dropout, the data order.
+        "seed": config.seed,
+        "data_seed": config.seed,
+        "dataloader_num_workers": 0,
+        # Checkpoints and logs.
+        "save_strategy": "steps",
+        "save_steps": config.save_steps,
+        "save_total_limit": config.keep_checkpoints,
+        "save_only_model": False,
+        "logging_strategy": "steps",
+        "logging_steps": config.logging_steps,
+        "report_to": "none",
+        "disable_tqdm": True,
+    }
+
+
 def _arguments(config: TrainingConfig, out: Path, device: torch.device, bf16: bool) -> Any:
     from trl.trainer.sft_config import SFTConfig
 
     return SFTConfig(
-        output_dir=str(out),
-        # What is trained, and how long.
-        num_train_epochs=config.epochs,
-        max_steps=config.max_steps or -1,
+        **common_arguments(config, out, device, bf16),
         per_device_train_batch_size=config.batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps,
-        # The optimizer and the schedule.
-        optim="adamw_torch_fused" if device.type == "cuda" else "adamw_torch",
-        learning_rate=config.learning_rate,
-        lr_scheduler_type=config.lr_scheduler,
-        warmup_steps=config.warmup_ratio,  # a float below 1: a share of the steps
-        weight_decay=config.weight_decay,
-        max_grad_norm=MAX_GRAD_NORM,
-        # Precision, device, memory (TRL defaults bf16 and gradient checkpointing to on).
-        bf16=bf16,
-        fp16=False,
-        use_cpu=device.type == "cpu",
-        gradient_checkpointing=config.gradient_checkpointing,
         activation_offloading=False,
-        # Seeds: initialisation, dropout, the data order.
-        seed=config.seed,
-        data_seed=config.seed,
         train_sampling_strategy="random",
         # The data: Dialab's pre-tokenized rows as they are, one dialogue per row.
         dataset_kwargs={"skip_prepare_dataset": True},
@@ -445,22 +481,12 @@ def _arguments(config: TrainingConfig, out: Path, device: torch.device, bf16: bo
         loss_type="nll",
         shuffle_dataset=False,
         remove_unused_columns=True,
-        dataloader_num_workers=0,
         dataloader_drop_last=False,
-        # Checkpoints and logs.
-        save_strategy="steps",
-        save_steps=config.save_steps,
-        save_total_limit=config.keep_checkpoints,
-        save_only_model=False,
-        logging_strategy="steps",
-        logging_steps=config.logging_steps,
         include_num_input_tokens_seen="non_padding",
-        report_to="none",
-        disable_tqdm=True,
     )
 
 
-def _lora_config(config: TrainingConfig) -> Any:
+def lora_config(config: TrainingConfig) -> Any:
     from peft import LoraConfig
 
     return LoraConfig(
@@ -509,7 +535,7 @@ def _progress_callback(on_log: LogCallback | None) -> Any:
     return Progress()
 
 
-def _stop_callback(should_stop: Callable[[], bool]) -> Any:
+def stop_callback(should_stop: Callable[[], bool]) -> Any:
     from transformers import TrainerCallback
 
     class Stop(TrainerCallback):  # type: ignore[misc]
@@ -540,16 +566,11 @@ def _main_decides(question: Callable[[], bool]) -> bool:
     return bool(answer[0])
 
 
-def _save_final(
-    trainer: Any,
-    tokenizer: Any,
-    out: Path,
-    config: TrainingConfig,
-    base_model: str,
-    result: TrainResult,
-    lora: bool,
+def save_final(
+    trainer: Any, tokenizer: Any, out: Path, *, summary: Mapping[str, Any], lora: bool
 ) -> Path:
-    """Write the trained model to ``out/final`` (through a temporary directory)."""
+    """Write the trained model to ``out/final`` (through a temporary directory), with
+    ``summary`` (whose "result" a rerun returns) as dialab_training.json."""
     model = trainer.accelerator.unwrap_model(trainer.model)
     if lora:
         model = model.merge_and_unload()
@@ -559,18 +580,6 @@ def _save_final(
     shutil.rmtree(partial, ignore_errors=True)
     model.save_pretrained(str(partial))
     tokenizer.save_pretrained(str(partial))
-    summary = {
-        "what": "A Dialab student fine-tuned on stored dialogues (models_gpu.training).",
-        "base_model": base_model,
-        "config": config.to_json(),
-        "config_hash": config.config_hash(),
-        "global_step": result.global_step,
-        "epoch": result.epoch,
-        "dataset": asdict(result.dataset),
-        "loss_first": result.loss_first,
-        "loss_last": result.loss_last,
-        "result": {**asdict(result), "final_dir": str(final)},
-    }
     (partial / METADATA_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(final, ignore_errors=True)
     partial.rename(final)

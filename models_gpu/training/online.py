@@ -1,0 +1,524 @@
+"""Online SML: multi-turn GRPO over dialogues the policy plays, with TRL's ``GRPOTrainer``.
+
+TRL draws the step's tasks (``tasks_per_step``, each repeated ``group_size`` times) and calls
+``rollout_func``; there the dialogue engine plays every dialogue of the step together (one
+batched call per role per round) with the policy, as it is at this step, as the student and the
+run's teacher (scripted or a model backend) answering, under the run's protocol cut to
+``horizon`` turns. Each dialogue comes back as the ids the student sampled with the context
+between them (``rollouts.rollout_tokens``: ``env_mask`` marks the sampled ids, the only ones
+trained) and its reward (``spec.online.dialogue_reward``); TRL normalises the rewards within
+each group and takes the clipped policy-gradient step. Every TRL setting that changes a result
+is set here explicitly (``loss_type``, ``scale_rewards``, ``beta``, ``bf16``...): ``rollout_func``
+is an experimental TRL hook, and tests/models_gpu/training/test_online.py fails loudly if an
+upgrade changes it (trl is pinned in pyproject.toml).
+
+Seeds: dialogue i of step s samples with ``rollout_seed(seed, s, i)``, so a run resumed from a
+checkpoint plays the steps after it as an uninterrupted run would (given the same weights).
+
+Reports (``on_log``), one entry per step from the main process: the step, TRL's loss, learning
+rate, grad norm (and KL when beta > 0), and the rollouts' mean reward, solved rate, accuracy
+after turn k (k = 1..horizon) over the step's dialogues, the share of groups whose rewards are
+all equal (they teach nothing: zero advantage), student tokens per dialogue, question rate, and
+the time spent playing (``rollout_seconds``: generation and verification) and updating
+(``update_seconds``). Held-out evaluations (every ``eval_every`` steps, before the first step
+and at the end) report ``{"kind": "heldout", "step", "accuracy_after_turn", "dialogues"}``.
+``on_rollouts(step, results)`` receives the stored share of every step's dialogues.
+
+Output directory, resume, cancel, device and precision: as ``trainer.train`` (its module
+docstring); the job identity in training_job.json covers both configurations, the protocol and
+the tasks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from models_gpu.conversation import student_view
+from models_gpu.devices import resolve_device, training_threads
+from models_gpu.engine import run_dialogues
+from models_gpu.spec.online import OnlineConfig, dialogue_reward
+from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.templates import render_for_dialogue, resolve_templates
+from models_gpu.spec.training import TrainingConfig, TrainingConfigError
+from models_gpu.training.rollouts import rollout_tokens
+from models_gpu.training.trainer import (
+    FINAL_DIR,
+    LogCallback,
+    claim_output,
+    common_arguments,
+    finished_summary,
+    last_checkpoint,
+    lora_config,
+    save_final,
+    stop_callback,
+    use_bf16,
+)
+from models_gpu.types import DialogueJob, DialogueResult, Generator, TaskSpec
+
+RolloutCallback = Callable[[int, list[DialogueResult]], None]
+
+
+@dataclass(frozen=True)
+class OnlineResult:
+    """How a ``train_online`` call ended (fields as ``trainer.TrainResult``'s), with the mean
+    reward of every step and every held-out evaluation's accuracy after turn k."""
+
+    final_dir: str | None
+    stopped: bool
+    resumed_from: str | None
+    global_step: int
+    total_steps: int
+    epoch: float
+    reward_history: tuple[tuple[int, float], ...]
+    heldout_history: tuple[tuple[int, tuple[float, ...]], ...]
+    wall_seconds: float
+
+
+def rollout_seed(seed: int, step: int, position: int) -> int:
+    """The seed of dialogue ``position`` of step ``step`` (stable across processes)."""
+    digest = hashlib.blake2b(f"{seed}:rollout:{step}:{position}".encode(), digest_size=4)
+    return int.from_bytes(digest.digest(), "big") >> 1
+
+
+def play(
+    student: Generator,
+    jobs: Sequence[DialogueJob],
+    protocol: ProtocolSpec,
+    teacher: Generator | None,
+) -> list[DialogueResult]:
+    """Every job played to its end, all together; results in the order of ``jobs``."""
+    results: dict[int, DialogueResult] = {}
+
+    def keep(finished: list[DialogueResult]) -> None:
+        results.update((result.sample_index, result) for result in finished)
+
+    run_dialogues(
+        jobs, protocol, student=student, teacher=teacher, on_finished=keep, batch_size=len(jobs)
+    )
+    return [results[job.sample_index] for job in jobs]
+
+
+def accuracy_after_turns(results: Sequence[DialogueResult], turns: int) -> tuple[float, ...]:
+    """Share of ``results`` solved by turn k, for k = 1..turns (every dialogue here ended)."""
+    if not results:
+        return tuple(0.0 for _ in range(turns))
+    return tuple(
+        sum(r.first_correct_turn is not None and r.first_correct_turn <= k for r in results)
+        / len(results)
+        for k in range(1, turns + 1)
+    )
+
+
+def rollout_metrics(
+    results: Sequence[DialogueResult], rewards: Sequence[float], group_size: int, horizon: int
+) -> dict[str, Any]:
+    """What a step's dialogues say (see the module docstring)."""
+    groups = [rewards[i : i + group_size] for i in range(0, len(rewards), group_size)]
+    student_turns = [t for r in results for t in r.turns if t.role == "student"]
+    return {
+        "reward": sum(rewards) / len(rewards),
+        "solved": sum(r.solved for r in results) / len(results),
+        "accuracy_after_turn": list(accuracy_after_turns(results, horizon)),
+        "zero_variance_groups": sum(max(g) == min(g) for g in groups) / len(groups),
+        "student_tokens": sum(len(t.token_ids) for t in student_turns) / len(results),
+        "question_rate": (
+            sum(t.kind == "question" for t in student_turns) / len(student_turns)
+            if student_turns
+            else 0.0
+        ),
+    }
+
+
+@contextmanager
+def policy(trainer: Any, tokenizer: Any, params: Mapping[str, Any]) -> Iterator[Generator]:
+    """The model being trained, as it is now, as a ``transformers`` generator with ``params``:
+    in eval mode with its key-value cache on while it generates, then back as it was."""
+    from trl.models.utils import unwrap_model_for_generation
+
+    from models_gpu.backends.transformers_backend import generator_for_model
+
+    with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as model:
+        was_training = model.training
+        config = getattr(model, "config", None)
+        cache = getattr(config, "use_cache", None)
+        model.eval()
+        if config is not None:
+            config.use_cache = True
+        try:
+            yield generator_for_model(model, tokenizer, params)
+        finally:
+            if config is not None:
+                config.use_cache = cache
+            model.train(was_training)
+
+
+class Rollouts:
+    """TRL's ``rollout_func``: plays a step's dialogues and lays them out for the update."""
+
+    def __init__(
+        self,
+        *,
+        tasks: Sequence[TaskSpec],
+        protocol: ProtocolSpec,
+        teacher: Generator | None,
+        online: OnlineConfig,
+        training: TrainingConfig,
+        tokenizer: Any,
+        on_rollouts: RolloutCallback | None,
+    ) -> None:
+        self.tasks = tasks
+        self.tasks_by_id = {task.task_id: task for task in tasks}
+        self.templates = resolve_templates(protocol.templates)
+        self.protocol = replace(protocol, max_turns=online.horizon)
+        self.teacher = teacher
+        self.online = online
+        self.training = training
+        self.tokenizer = tokenizer
+        self.on_rollouts = on_rollouts
+        self.metrics: dict[str, Any] = {}
+        self.finished_at = time.perf_counter()
+
+    def policy_params(self) -> dict[str, Any]:
+        return {
+            "temperature": self.online.temperature,
+            "max_new_tokens": self.online.max_new_tokens,
+            "micro_batch_size": self.online.dialogues_per_step,
+        }
+
+    def __call__(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
+        started = time.perf_counter()
+        step = trainer.state.global_step + 1  # the step these dialogues train
+        jobs = [
+            DialogueJob(
+                task=self.tasks[int(prompt)],
+                sample_index=position,
+                seed=rollout_seed(self.training.seed, step, position),
+            )
+            for position, prompt in enumerate(prompts)
+        ]
+        with policy(trainer, self.tokenizer, self.policy_params()) as student:
+            results = play(student, jobs, self.protocol, self.teacher)
+        rewards = [dialogue_reward(r.first_correct_turn, self.online.gamma) for r in results]
+        laid_out = [self.tokens(result) for result in results]
+        self.finished_at = time.perf_counter()
+        self.metrics = {
+            **rollout_metrics(results, rewards, self.online.group_size, self.online.horizon),
+            "rollout_seconds": self.finished_at - started,
+        }
+        if self.on_rollouts is not None and trainer.accelerator.is_main_process:
+            self.on_rollouts(step, self.stored_share(results, step))
+        return {
+            "prompt_ids": [tokens.prompt_ids for tokens in laid_out],
+            "completion_ids": [tokens.completion_ids for tokens in laid_out],
+            "env_mask": [tokens.env_mask for tokens in laid_out],
+            "logprobs": None,
+            "dialogue_reward": rewards,
+        }
+
+    def tokens(self, result: DialogueResult) -> Any:
+        task = self.tasks_by_id[result.task_id]
+        system = render_for_dialogue(
+            self.templates, "student_system", max_turns=self.protocol.max_turns,
+            shards_total=len(task.shards),
+        )  # fmt: skip
+        view = student_view(
+            system=system,
+            task_prompt=task.prompt,
+            sharded=self.protocol.mode == "sharded",
+            turns=result.turns,
+        )
+        return rollout_tokens(
+            self.tokenizer, view, result.turns, max_length=self.training.max_length
+        )
+
+    def stored_share(self, results: list[DialogueResult], step: int) -> list[DialogueResult]:
+        """``store_share`` of the step's dialogues, whole groups first, drawn per step."""
+        count = math.ceil(self.online.store_share * len(results))
+        chosen = random.Random(f"{self.training.seed}:store:{step}").sample(
+            range(len(results)), count
+        )
+        return [results[i] for i in sorted(chosen)]
+
+
+def reward_from_rollout(
+    prompts: list[Any], completions: list[Any], dialogue_reward: list[float], **_: Any
+) -> list[float]:
+    """TRL's reward function: the reward each dialogue earned in its rollout."""
+    return list(dialogue_reward)
+
+
+def train_online(
+    training: TrainingConfig,
+    online: OnlineConfig,
+    *,
+    base_model: str | Path,
+    tasks: Sequence[TaskSpec],
+    protocol: ProtocolSpec,
+    teacher: Generator | None,
+    output_dir: str | Path,
+    heldout: Sequence[DialogueJob] = (),
+    heldout_protocol: ProtocolSpec | None = None,
+    heldout_params: Mapping[str, Any] | None = None,
+    on_log: LogCallback | None = None,
+    on_rollouts: RolloutCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> OnlineResult:
+    """Train the checkpoint in ``base_model`` by online GRPO on ``tasks`` (see the module
+    docstring). ``heldout`` jobs are played under ``heldout_protocol`` (default: ``protocol``)
+    by the policy with ``heldout_params`` (transformers backend params; default: greedy).
+    Raises ``TrainingConfigError`` / ValueError for a configuration that cannot run."""
+    problems = training.problems() + online.problems()
+    if problems:
+        raise TrainingConfigError(problems)
+    if not tasks:
+        raise ValueError("online training needs at least one training task")
+    if online.tasks_per_step > len(tasks):
+        raise ValueError(
+            f"tasks_per_step is {online.tasks_per_step} but there are only {len(tasks)} "
+            "training tasks"
+        )
+    started = time.perf_counter()
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    import torch
+    from accelerate import PartialState
+    from datasets import Dataset  # type: ignore[import-untyped]
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, set_seed
+    from trl.trainer.grpo_trainer import GRPOTrainer
+
+    processes = PartialState()
+    identity = {
+        "training": training.to_json(),
+        "online": online.to_json(),
+        "protocol": json.loads(json.dumps(asdict(protocol), default=str)),
+        "tasks": [task.task_id for task in tasks],
+    }
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    with processes.main_process_first():
+        claim_output(out, config=identity, config_hash=digest, base_model=str(base_model))
+    stored = finished_summary(out)
+    if stored is not None:
+        return _result(stored, started)
+
+    device = resolve_device(training.device)
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device.index)
+    bf16 = use_bf16(training.precision, device)
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    resume = last_checkpoint(out)
+    set_seed(training.seed)
+    lora = training.finetuning == "lora"
+    dtype = torch.bfloat16 if lora and bf16 else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=dtype)
+    rollouts = Rollouts(
+        tasks=tasks,
+        protocol=protocol,
+        teacher=teacher,
+        online=online,
+        training=training,
+        tokenizer=tokenizer,
+        on_rollouts=on_rollouts,
+    )
+    evaluation = _HeldOut(
+        jobs=heldout,
+        protocol=heldout_protocol or protocol,
+        teacher=teacher,
+        tokenizer=tokenizer,
+        params=dict(heldout_params or {"temperature": 0.0}),
+        on_log=on_log,
+    )
+    stopper = stop_callback(should_stop or (lambda: False))
+    progress = _progress_callback(rollouts, evaluation, online, on_log)
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[reward_from_rollout],
+        args=_grpo_arguments(training, online, out, device, bf16),
+        train_dataset=Dataset.from_dict({"prompt": [str(i) for i in range(len(tasks))]}),
+        processing_class=tokenizer,
+        peft_config=lora_config(training) if lora else None,
+        rollout_func=rollouts,
+        callbacks=[progress, stopper],
+    )
+    progress.trainer = trainer
+    trainer.remove_callback(PrinterCallback)
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(training_threads())
+    try:
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    finally:
+        torch.set_num_threads(threads)
+
+    state = trainer.state
+    stopped = bool(stopper.stopped) and state.global_step < state.max_steps
+    if not stopped:
+        evaluation.run(trainer, state.global_step)
+    rewards = tuple(
+        (int(entry["step"]), float(entry["reward"]))
+        for entry in state.log_history
+        if "reward" in entry and "step" in entry
+    )
+    result = OnlineResult(
+        final_dir=None,
+        stopped=stopped,
+        resumed_from=str(resume) if resume else None,
+        global_step=state.global_step,
+        total_steps=state.max_steps,
+        epoch=float(state.epoch or 0.0),
+        reward_history=rewards,
+        heldout_history=tuple(evaluation.history),
+        wall_seconds=0.0,
+    )
+    if not stopped:
+        final = out / FINAL_DIR
+        result = replace(result, final_dir=str(final))
+        if processes.is_main_process:
+            summary = {
+                "what": "A Dialab student trained by online SML (models_gpu.training.online).",
+                "base_model": str(base_model),
+                "config": identity,
+                "config_hash": digest,
+                "result": asdict(result),
+            }
+            save_final(trainer, tokenizer, out, summary=summary, lora=lora)
+        processes.wait_for_everyone()
+    return replace(result, wall_seconds=round(time.perf_counter() - started, 3))
+
+
+def _result(stored: Mapping[str, Any], started: float) -> OnlineResult:
+    return OnlineResult(
+        **{
+            **stored,
+            "reward_history": tuple((int(s), float(r)) for s, r in stored["reward_history"]),
+            "heldout_history": tuple(
+                (int(s), tuple(float(a) for a in accuracy))
+                for s, accuracy in stored["heldout_history"]
+            ),
+            "wall_seconds": round(time.perf_counter() - started, 3),
+        }
+    )
+
+
+def _grpo_arguments(
+    training: TrainingConfig, online: OnlineConfig, out: Path, device: Any, bf16: bool
+) -> Any:
+    from trl.trainer.grpo_config import GRPOConfig
+
+    return GRPOConfig(
+        **common_arguments(training, out, device, bf16),
+        # One step: tasks_per_step tasks x group_size dialogues, one update on them.
+        per_device_train_batch_size=online.dialogues_per_step,
+        gradient_accumulation_steps=1,
+        num_generations=online.group_size,
+        steps_per_generation=1,
+        num_iterations=1,
+        shuffle_dataset=True,
+        # The objective: the papers' GRPO (sequence-normalised), rewards normalised per group.
+        loss_type="grpo",
+        scale_rewards="group",
+        beta=online.beta,
+        epsilon=online.clip_epsilon,
+        importance_sampling_level="token",
+        mask_truncated_completions=False,
+        top_entropy_quantile=1.0,
+        disable_dropout=False,
+        # The rollout plays the dialogues; these only bound what TRL itself would generate.
+        temperature=online.temperature,
+        max_completion_length=training.max_length,
+        use_vllm=False,
+        log_completions=False,
+        remove_unused_columns=False,
+    )
+
+
+class _HeldOut:
+    """The held-out evaluation: the policy, as it is, plays ``jobs``; accuracy after turn k."""
+
+    def __init__(
+        self,
+        *,
+        jobs: Sequence[DialogueJob],
+        protocol: ProtocolSpec,
+        teacher: Generator | None,
+        tokenizer: Any,
+        params: dict[str, Any],
+        on_log: LogCallback | None,
+    ) -> None:
+        self.jobs = jobs
+        self.protocol = protocol
+        self.teacher = teacher
+        self.tokenizer = tokenizer
+        self.params = params
+        self.on_log = on_log
+        self.history: list[tuple[int, tuple[float, ...]]] = []
+
+    def run(self, trainer: Any, step: int) -> None:
+        if not self.jobs or any(done == step for done, _ in self.history):
+            return
+        with policy(trainer, self.tokenizer, self.params) as student:
+            results = play(student, self.jobs, self.protocol, self.teacher)
+        accuracy = accuracy_after_turns(results, self.protocol.max_turns)
+        self.history.append((step, accuracy))
+        if self.on_log is not None and trainer.accelerator.is_main_process:
+            self.on_log(
+                {
+                    "kind": "heldout",
+                    "step": step,
+                    "accuracy_after_turn": list(accuracy),
+                    "dialogues": len(results),
+                }
+            )
+
+
+def _progress_callback(
+    rollouts: Rollouts, evaluation: _HeldOut, online: OnlineConfig, on_log: LogCallback | None
+) -> Any:
+    from transformers import TrainerCallback
+
+    class Progress(TrainerCallback):  # type: ignore[misc]
+        """Reports each step (TRL's log with the rollouts' metrics) and runs the held-out
+        evaluations when they are due."""
+
+        trainer: Any = None  # set once the trainer exists: the evaluation plays its model
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step == 0:
+                evaluation.run(self.trainer, 0)
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            rollouts.metrics["update_seconds"] = time.perf_counter() - rollouts.finished_at
+            if online.eval_every and state.global_step % online.eval_every == 0:
+                evaluation.run(self.trainer, state.global_step)
+
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any
+        ) -> None:
+            if not logs or "loss" not in logs:
+                return
+            if on_log is not None and state.is_world_process_zero:
+                on_log(
+                    {
+                        "kind": "step",
+                        "step": state.global_step,
+                        "total_steps": state.max_steps,
+                        "epoch": logs.get("epoch", state.epoch),
+                        "loss": logs["loss"],
+                        "learning_rate": logs.get("learning_rate"),
+                        "grad_norm": logs.get("grad_norm"),
+                        "kl": logs.get("kl"),
+                        **rollouts.metrics,
+                    }
+                )
+
+    return Progress()

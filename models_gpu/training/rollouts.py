@@ -1,0 +1,93 @@
+"""A played dialogue as policy-gradient input: the ids the student sampled, and the context
+between them, with a mask of what is trained.
+
+The student's view of the dialogue (``models_gpu.conversation.student_view``, what the engine
+sent the student) is laid out with the model's chat template as in ``encode``:
+
+    prompt_ids       the view up to the student's first reply, the assistant turn opened: the
+                     prompt of the student's first call.
+    completion_ids   for each student reply: the ids it sampled (``TurnRecord.token_ids``, with
+                     its end token when it stopped on one), mask 1; then the template's tokens up
+                     to the opening of the student's next reply (the end of its turn, the
+                     teacher's or user's message, the next role header), mask 0. Nothing after
+                     the last reply.
+
+So the policy is trained on exactly the ids it sampled, never on a re-tokenization of their text.
+A reply cut at ``max_new_tokens`` has no end token: the template's end-of-turn token follows it,
+untrained, as the next call's prompt showed the reply closed. (At play time the later calls'
+prompts hold the replies' text re-tokenized; for tokenizers where decode-then-encode is not the
+identity the context differs in those few tokens, as in any multi-turn RL that renders a chat
+template.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from models_gpu.conversation import ViewMessage
+from models_gpu.training.encode import LaidOutMessage, check_extends, render_messages
+from models_gpu.types import TurnRecord
+
+
+@dataclass(frozen=True)
+class RolloutTokens:
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    env_mask: list[int]  # 1: sampled by the student (trained); 0: context
+    truncated: bool = False
+
+    @property
+    def trained_tokens(self) -> int:
+        return sum(self.env_mask)
+
+
+def rollout_tokens(
+    tokenizer: Any,
+    view: Sequence[ViewMessage],
+    turns: Sequence[TurnRecord],
+    *,
+    max_length: int,
+) -> RolloutTokens:
+    """The dialogue whose student view is ``view`` (messages pointing into ``turns``) as prompt
+    ids, completion ids and trained mask; prompt plus completion cut to ``max_length``."""
+    messages = [LaidOutMessage(shown.message, trained=False) for shown in view]
+    replies = [i for i, shown in enumerate(view) if shown.message.role == "assistant"]
+    if not replies:
+        raise ValueError("a rollout needs at least one student reply")
+    what = "rollout"
+    prompt = render_messages(tokenizer, messages[: replies[0]], what=what, open_reply=True)
+    special = set(tokenizer.all_special_ids)
+    completion: list[int] = []
+    mask: list[int] = []
+    for position, index in enumerate(replies):
+        turn = view[index].turn
+        assert turn is not None, "an assistant message shows a student turn"
+        sampled = list(turns[turn].token_ids)
+        if not sampled:
+            raise ValueError(
+                f"turn {turn} has no sampled token ids: online training needs a student backend "
+                "that reports them (transformers or vllm)"
+            )
+        opened = render_messages(tokenizer, messages[:index], what=what, open_reply=True)
+        closed = render_messages(tokenizer, messages[: index + 1], what=what)
+        body = closed[len(opened) :]
+        end = max((i + 1 for i, token in enumerate(body) if token in special), default=0)
+        completion += sampled
+        mask += [1] * len(sampled)
+        context: list[int] = []
+        if position + 1 < len(replies):
+            if sampled[-1] not in special and end:
+                context.append(body[end - 1])  # the reply was cut: the template closes it
+            following_count = replies[position + 1]
+            following = render_messages(
+                tokenizer, messages[:following_count], what=what, open_reply=True
+            )
+            check_extends(tokenizer, closed, following, following_count, what)
+            context += body[end:] + following[len(closed) :]
+        completion += context
+        mask += [0] * len(context)
+    room = max(max_length - len(prompt), 0)
+    truncated = len(completion) > room
+    return RolloutTokens(prompt, completion[:room], mask[:room], truncated)

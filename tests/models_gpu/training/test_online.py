@@ -1,0 +1,170 @@
+"""Online SML: rollouts laid out on the sampled ids, rewards, and TRL's GRPO hook on a tiny model.
+
+The contract test (``test_grpo_trains_on_the_engine_rollouts``) is what fails first if a TRL
+upgrade changes ``rollout_func``: it runs two real GRPO steps through the engine in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from models_gpu.backends import load_generator
+from models_gpu.conversation import student_view
+from models_gpu.spec.online import (
+    OnlineConfig,
+    dialogue_reward,
+    online_config_problems,
+    single_turn_baseline,
+)
+from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.run import RoleSpec
+from models_gpu.spec.training import TrainingConfig
+from models_gpu.training.rollouts import rollout_tokens
+from models_gpu.types import TaskSpec, TurnRecord
+from tests.models_gpu.engine_doubles import arithmetic_job
+
+pytest.importorskip("trl")
+
+DIDACTIC = ProtocolSpec(mode="didactic", max_turns=3)
+
+
+def test_reward_is_discounted_by_the_turn_that_solved_it() -> None:
+    assert dialogue_reward(1, 0.7) == 1.0
+    assert dialogue_reward(3, 0.7) == pytest.approx(0.49)
+    assert dialogue_reward(None, 0.7) == 0.0
+
+
+def test_single_turn_baseline_matches_the_generation_budget() -> None:
+    baseline = single_turn_baseline(OnlineConfig(group_size=8, horizon=4))
+    assert (baseline.horizon, baseline.group_size) == (1, 32)
+
+
+def test_online_configuration_problems_name_their_field() -> None:
+    problems = online_config_problems({"group_size": 1, "gamma": 0, "typo": 3})
+    assert {p.field for p in problems} == {"group_size", "gamma", "typo"}
+    config = OnlineConfig(gamma=1)
+    assert OnlineConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
+    with pytest.raises(ValueError, match="missing"):
+        OnlineConfig.from_json({"schema": 1})
+
+
+def _turn(index: int, role: str, text: str, ids: tuple[int, ...] = ()) -> TurnRecord:
+    kind = "attempt" if role == "student" else "feedback"
+    return TurnRecord(index, index // 2 + 1, role, kind, text, token_ids=ids)  # type: ignore[arg-type]
+
+
+def test_rollout_trains_exactly_the_sampled_ids(tiny_tokenizer: Any) -> None:
+    tokenizer = tiny_tokenizer
+    end = tokenizer.convert_tokens_to_ids("<|end|>")
+    # Sampled ids that are NOT what tokenizing the text would give: the layout must keep them.
+    first = (*tokenizer.encode("The answer is 5.", add_special_tokens=False)[::-1], end)
+    second = tuple(tokenizer.encode("The answer is 7", add_special_tokens=False))  # cut: no end
+    turns = [
+        _turn(0, "student", "The answer is 5.", first),
+        _turn(1, "teacher", "Too low."),
+        _turn(2, "student", "The answer is 7", second),
+    ]
+    view = student_view(
+        system="Be brief.", task_prompt="What is 3 + 4?", sharded=False, turns=turns
+    )
+    laid_out = rollout_tokens(tokenizer, view, turns, max_length=10_000)
+
+    spans, current = [], []
+    for token, trained in zip(laid_out.completion_ids, laid_out.env_mask, strict=True):
+        if trained:
+            current.append(token)
+        elif current:
+            spans.append(tuple(current))
+            current = []
+    if current:
+        spans.append(tuple(current))
+    assert spans == [first, second]
+    assert laid_out.completion_ids[: len(first)] == list(first), "the completion starts sampled"
+    context = tokenizer.decode(laid_out.completion_ids[len(first) : -len(second)])
+    assert context == "\n<|user|>\nToo low.<|end|>\n<|assistant|>\n"
+    prompt = tokenizer.decode(laid_out.prompt_ids)
+    assert prompt == (
+        "<|bos|><|system|>\nBe brief.<|end|>\n<|user|>\nWhat is 3 + 4?<|end|>\n<|assistant|>\n"
+    ), "the prompt opens the student's first reply"
+    short = rollout_tokens(tokenizer, view, turns, max_length=len(laid_out.prompt_ids) + 3)
+    assert short.truncated and len(short.completion_ids) == 3
+
+
+def test_rollout_closes_a_reply_that_was_cut(tiny_tokenizer: Any) -> None:
+    tokenizer = tiny_tokenizer
+    end = tokenizer.convert_tokens_to_ids("<|end|>")
+    cut = tuple(tokenizer.encode("I think", add_special_tokens=False))
+    nine = (*tokenizer.encode("9", add_special_tokens=False), end)
+    turns = [
+        _turn(0, "student", "I think", cut),
+        _turn(1, "teacher", "Go on."),
+        _turn(2, "student", "9", nine),
+    ]
+    view = student_view(system="", task_prompt="Q?", sharded=False, turns=turns)
+    laid_out = rollout_tokens(tokenizer, view, turns, max_length=10_000)
+    after_cut = laid_out.completion_ids[len(cut)]
+    assert after_cut == end and laid_out.env_mask[len(cut)] == 0
+
+
+def test_rollout_refuses_turns_without_sampled_ids(tiny_tokenizer: Any) -> None:
+    turns = [_turn(0, "student", "5")]
+    view = student_view(system="", task_prompt="Q?", sharded=False, turns=turns)
+    with pytest.raises(ValueError, match="sampled token ids"):
+        rollout_tokens(tiny_tokenizer, view, turns, max_length=100)
+
+
+def _tasks(count: int) -> list[TaskSpec]:
+    return [arithmetic_job(i + 1, i % 5, (i * 3) % 5, seed=i).task for i in range(count)]
+
+
+def test_grpo_trains_on_the_engine_rollouts(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from models_gpu.training.online import train_online
+
+    training = TrainingConfig(
+        learning_rate=1e-3, max_steps=2, seed=3, device="cpu", precision="float32",
+        gradient_checkpointing=False, logging_steps=1, save_steps=1, max_length=256,
+    )  # fmt: skip
+    online = OnlineConfig(
+        group_size=2, tasks_per_step=2, horizon=2, max_new_tokens=6, store_share=0.5, eval_every=1
+    )
+    logs: list[dict[str, Any]] = []
+    stored: list[tuple[int, int]] = []
+    heldout = [arithmetic_job(100 + i, i, 1, seed=i) for i in range(3)]
+    result = train_online(
+        training,
+        online,
+        base_model=tiny_model_dir,
+        tasks=_tasks(4),
+        protocol=DIDACTIC,
+        teacher=load_generator(RoleSpec("scripted", "feedback-teacher")),
+        output_dir=tmp_path / "run",
+        heldout=heldout,
+        on_log=logs.append,
+        on_rollouts=lambda step, results: stored.append((step, len(results))),
+    )
+    assert result.final_dir and (Path(result.final_dir) / "config.json").is_file()
+    assert result.global_step == 2 and not result.stopped
+    steps = [entry for entry in logs if entry["kind"] == "step"]
+    assert [entry["step"] for entry in steps] == [1, 2]
+    for entry in steps:
+        assert 0 <= entry["reward"] <= 1 and len(entry["accuracy_after_turn"]) == 2
+        assert entry["student_tokens"] > 0 and entry["rollout_seconds"] > 0
+        assert entry["update_seconds"] > 0 and entry["loss"] is not None
+    evaluations = [entry for entry in logs if entry["kind"] == "heldout"]
+    assert [entry["step"] for entry in evaluations] == [0, 1, 2]
+    assert all(entry["dialogues"] == 3 for entry in evaluations)
+    assert stored == [(1, 2), (2, 2)], "half of each step's 4 dialogues"
+    again = train_online(
+        training,
+        online,
+        base_model=tiny_model_dir,
+        tasks=_tasks(4),
+        protocol=DIDACTIC,
+        teacher=load_generator(RoleSpec("scripted", "feedback-teacher")),
+        output_dir=tmp_path / "run",
+    )
+    assert again.final_dir == result.final_dir and again.heldout_history == result.heldout_history
