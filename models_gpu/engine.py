@@ -2,7 +2,8 @@
 
 A round is one ``student.generate`` call for all active dialogues, a verdict and a turn kind for
 each reply (``models_gpu.classify``), the dialogues that ended reported to ``on_finished`` and
-dropped, then one call for whoever answers the rest. Jobs run in chunks of ``batch_size``. A
+dropped, ``on_round(round, dialogues still going)`` when given, then one call for whoever answers
+the rest. Jobs run in chunks of ``batch_size``, each played to its end before the next starts. A
 stopped run reports nothing unfinished, so the caller re-runs exactly those jobs to resume;
 because every draw is seeded by the job and the turn, a resumed dialogue comes out as it would
 have.
@@ -260,15 +261,27 @@ def run_dialogues(
     batch_size: int = 64,
     user_simulator: Generator | None = None,
     judge: Generator | None = None,
+    on_round: Callable[[int, int], None] | None = None,
 ) -> EngineStats:
     """Run ``jobs`` under ``protocol``; see the module docstring. ``user_simulator`` speaks in
     sharded runs (default: the scripted shard-revealer); ``judge`` classifies ambiguous replies
-    and checks teacher turns for leaks when the protocol asks for it (without one, rules only)."""
+    and checks teacher turns for leaks when the protocol asks for it (without one, rules only).
+    ``on_round(k, going)`` follows every student round's ``on_finished``, ``going`` being the
+    chunk's dialogues that played round k and go on: what a live accuracy needs to count the
+    dialogues not finished yet (round 1 starts a new chunk)."""
     templates = _check_arguments(jobs, protocol, teacher, batch_size)
     if protocol.mode == "sharded" and user_simulator is None:
         user_simulator = default_user_simulator()
     run = _Run(
-        protocol, templates, student, teacher, user_simulator, judge, on_finished, should_stop
+        protocol,
+        templates,
+        student,
+        teacher,
+        user_simulator,
+        judge,
+        on_finished,
+        should_stop,
+        on_round,
     )
     for start in range(0, len(jobs), batch_size):
         if not run.run_chunk([run.new_dialogue(job) for job in jobs[start : start + batch_size]]):
@@ -286,6 +299,7 @@ class _Run:
     judge: Generator | None
     on_finished: Callable[[list[DialogueResult]], None]
     should_stop: Callable[[], bool]
+    on_round: Callable[[int, int], None] | None
     started: float = field(default_factory=time.perf_counter)
     dialogues_finished: int = 0
     generations: dict[SpeakerRole, int] = field(
@@ -312,6 +326,8 @@ class _Run:
             if self.should_stop():
                 return False
             active = self._student_round(active, round_number)
+            if self.on_round is not None:
+                self.on_round(round_number, len(active))
             if not active:
                 return True
             if self.should_stop():

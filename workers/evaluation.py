@@ -3,8 +3,11 @@ rows), check that its tasks are still the ones it was launched on, drive the eng
 finishes.
 
 The database is the truth: dialogues are stored as they finish, progress is their count, and a
-restarted or re-delivered job runs only the (task, sample) pairs not stored yet. The heartbeat
-thread is the one writer of the run's heartbeat; the engine's "should I stop?" only reads.
+restarted or re-delivered job runs only the (task, sample) pairs not stored yet. With them, after
+every round, goes how far the engine's batch in play got (``RoundRecorder``), so that live
+accuracy counts the dialogues still going, not only the ones that ended (solved ones first). The
+heartbeat thread is the one writer of the run's heartbeat; the engine's "should I stop?" only
+reads.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from models_gpu.spec.run import FINGERPRINT_FIELDS, RoleSpec, RunConfig, task_fi
 from models_gpu.types import DialogueJob, DialogueResult, Generator, TurnRecord
 from webapp.core.database import DATABASE_LOST
 from webapp.core.heartbeat import Heartbeat, stale_after
-from webapp.dialogues.services import dialogues_store
 from webapp.runs import services
+from webapp.runs.metrics import BatchInPlay
 from webapp.runs.models import Run
 from webapp.runs.selectors import run_cancel_requested, run_stored_dialogue_keys
 from webapp.tasks.selectors import task_payloads
@@ -109,6 +112,34 @@ def dialogue_row(result: DialogueResult) -> DialogueRow:
         end_reason=result.end_reason,
         turns=tuple(turn_row(turn) for turn in result.turns),
     )
+
+
+class RoundRecorder:
+    """Stores each round of the engine's batch: the dialogues that ended in it, and how far the
+    others got (``BatchInPlay``), in one transaction (``services.run_round_store``).
+
+    The engine hands the ended dialogues to ``ended``, then reports the round to
+    ``round_played``: they are held until then. A new recorder (a resumed run) starts from an
+    empty batch and its first round replaces what the last worker recorded: its batch replays
+    every unfinished dialogue from the start, so nothing is counted twice.
+    """
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self.batch = BatchInPlay()
+        self.ended_in_round: list[DialogueResult] = []
+
+    def ended(self, results: list[DialogueResult]) -> None:
+        self.ended_in_round.extend(results)
+
+    def round_played(self, round_number: int, going: int) -> None:
+        ended, self.ended_in_round = self.ended_in_round, []
+        self.batch = self.batch.after_round(
+            round_number, going, [result.first_correct_turn for result in ended]
+        )
+        services.run_round_store(
+            run_id=self.run_id, dialogues=[dialogue_row(r) for r in ended], batch=self.batch
+        )
 
 
 class CancelWatch:
@@ -210,10 +241,7 @@ def _play(run_id: int) -> None:
         generators = load_role_generators(config.roles())
         assert generators["student"] is not None, "every run has a student"
 
-        def store(results: list[DialogueResult]) -> None:
-            dialogues_store(run_id=run_id, dialogues=[dialogue_row(r) for r in results])
-            services.run_progress_refresh(run_id=run_id)
-
+        recorder = RoundRecorder(run_id)
         watch = CancelWatch(run_id, interval_seconds=min(1.0, heartbeat))
         stats = run_dialogues(
             jobs,
@@ -222,7 +250,8 @@ def _play(run_id: int) -> None:
             teacher=generators["teacher"],
             user_simulator=generators["user_simulator"],
             judge=generators["judge"],
-            on_finished=store,
+            on_finished=recorder.ended,
+            on_round=recorder.round_played,
             should_stop=watch,
             batch_size=config.batch_size,
         )

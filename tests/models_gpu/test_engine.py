@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -207,6 +208,35 @@ def test_should_stop_halts_and_the_rest_resumes_identically(
     unreported = [job for job in jobs if job.task.task_id not in reported]
     rest, _ = run(unreported, scripted_student, scripted_teacher)
     assert sorted(map(transcript, first_part + rest)) == sorted(map(transcript, uninterrupted))
+
+
+def test_on_round_follows_each_round_with_the_dialogues_going_on(
+    make_jobs: MakeJobs, scripted_teacher: Generator
+) -> None:
+    events: list[tuple[str, int, int]] = []  # ("finished", dialogues, 0), ("round", going, k)
+    run_dialogues(
+        make_jobs(10),
+        DIDACTIC,
+        student=student_with(first_try_accuracy=0.3, feedback_gain=0.2),
+        teacher=scripted_teacher,
+        batch_size=6,
+        on_finished=lambda results: events.append(("finished", len(results), 0)),
+        on_round=lambda k, going: events.append(("round", going, k)),
+    )
+    chunk_sizes = iter((6, 4))
+    going, rounds = next(chunk_sizes), []
+    for kind, count, k in events:
+        if kind == "finished":
+            going -= count
+            continue
+        # Reported after the round's finished dialogues, so the count is of those left.
+        assert count == going
+        rounds.append(k)
+        if going == 0:
+            going = next(chunk_sizes, 0)
+    assert going == 0, "both chunks were played to their end"
+    assert rounds.count(1) == 2, "each chunk starts again at round 1"
+    assert all(k == 1 or k == previous + 1 for previous, k in pairwise(rounds))
 
 
 def test_stop_before_anything_reports_nothing(

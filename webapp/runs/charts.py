@@ -18,6 +18,12 @@ COLOURS = (
 )  # fmt: skip
 
 
+PROVISIONAL_NOTE = (
+    "provisional: the run has not played out; each point is over the dialogues played to turn k "
+    "(n in the hover)"
+)
+
+
 @dataclass(frozen=True)
 class Curve:
     """One run's accuracy-by-turn curve as the chart draws it."""
@@ -25,17 +31,20 @@ class Curve:
     label: str
     points: list[TurnAccuracy]
     max_turns: int
+    # A run not played out: each point counts the dialogues played to its turn, n varying.
+    provisional: bool = False
 
 
 def _trace(curve: Curve, colour: str) -> go.Scatter:
     # A run without dialogues yet draws no points rather than a misleading line at 0%.
     points = [p for p in curve.points if p.accuracy.total]
     dialogues = points[0].accuracy.total if points else 0
+    provisional = ", provisional" if curve.provisional else ""
     return go.Scatter(
         x=[p.turn for p in points],
         y=[p.accuracy.rate for p in points],
         mode="lines+markers",
-        name=f"{curve.label} (n={dialogues})",
+        name=f"{curve.label} (n={dialogues}{provisional})",
         line={"color": colour},
         error_y={
             "type": "data",
@@ -75,6 +84,11 @@ def accuracy_by_turn_figure(curves: Sequence[Curve]) -> dict[str, Any]:
         figure.add_annotation(
             text="no dialogues stored yet", x=0.5, y=0.5, xref="paper", yref="paper",
             showarrow=False, font={"size": 14, "color": "#667085"},
+        )  # fmt: skip
+    elif curves and curves[0].provisional:
+        figure.add_annotation(
+            text=PROVISIONAL_NOTE, x=0, y=1, xref="paper", yref="paper", xanchor="left",
+            yanchor="bottom", showarrow=False, font={"size": 12, "color": "#b54708"},
         )  # fmt: skip
     last_turn = max((curve.max_turns for curve in curves), default=1)
     figure.update_layout(

@@ -6,10 +6,15 @@ grouped queries per run) and hand the counts to these functions, which do the ar
 Definitions (a dialogue is *solved by turn k* when its first correct attempt is in round <= k;
 *solved* means solved by the run's max turns T):
 
-- accuracy after turn k: solved by turn k / all stored dialogues, k = 1..T, 95% Wilson interval.
+- accuracy after turn k: solved by turn k / dialogues played to turn k, k = 1..T, 95% Wilson
+  interval. Once a run has ended that is every stored dialogue. While it plays, the worker's batch
+  in play (``BatchInPlay``) counts too: its dialogues still going count as unsolved for every turn
+  they have played, and for a turn the batch has not reached none of its dialogues count, since
+  the ones that ended early, the solved ones first, would be the only ones counted.
 - single-turn accuracy: accuracy after turn 1.
 - pass@k: per task with n samples of which c are solved, ``1 - C(n-c, k) / C(n, k)`` (the
-  unbiased estimator of Chen et al., 2021), averaged over the tasks with n >= k.
+  unbiased estimator of Chen et al., 2021), averaged over the tasks with n >= k (the selector
+  passes only the tasks whose samples have all ended).
 - mean turns to solve: mean first-correct round over solved dialogues (normal 95% interval).
 - leak rate: teacher turns flagged as stating the answer / teacher turns.
 - question rate: student questions / student turns; also the share of dialogues with a question.
@@ -19,6 +24,7 @@ Definitions (a dialogue is *solved by turn k* when its first correct attempt is 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,19 +106,78 @@ class TurnAccuracy:
     accuracy: Proportion
 
 
-def cumulative_accuracy(
-    *, first_correct_counts: Mapping[int, int], total: int, max_turns: int
-) -> list[TurnAccuracy]:
-    """Accuracy after turn k (solved by turn k) for k = 1..max_turns.
+@dataclass(frozen=True)
+class BatchInPlay:
+    """The batch of dialogues the worker is playing, after its latest round.
 
-    ``first_correct_counts[k]`` is how many dialogues were first solved at turn k; ``total``
-    counts every finished dialogue, solved or not.
+    The engine plays a run's dialogues in batches, every dialogue of a batch one round at a time,
+    and stores each as it ends. The worker writes this after every round (``Run.batch_in_play``),
+    in the transaction that stores the dialogues ending in it, and a resumed worker's first round
+    replaces it (its batch replays its dialogues from the start). ``going`` is how many dialogues
+    of the batch played every round up to ``round`` and go on; ``ended`` how many ended (and
+    were stored), ``solved_at`` those solved by their first correct round.
     """
+
+    round: int = 0
+    going: int = 0
+    ended: int = 0
+    solved_at: Mapping[int, int] = field(default_factory=dict)
+
+    def after_round(
+        self, round_number: int, going: int, first_correct_turns: Sequence[int | None]
+    ) -> BatchInPlay:
+        """This batch after ``round_number`` (a new batch's when it is 1), in which dialogues with
+        these first correct rounds (None: unsolved) ended and ``going`` went on."""
+        before = self if round_number > 1 else BatchInPlay()
+        solved_at = Counter(before.solved_at)
+        solved_at.update(turn for turn in first_correct_turns if turn is not None)
+        ended = before.ended + len(first_correct_turns)
+        return BatchInPlay(round_number, going, ended, dict(solved_at))
+
+    def to_json(self) -> dict[str, Any]:
+        solved_at = {str(turn): n for turn, n in self.solved_at.items()}  # JSON keys are text
+        return {
+            "round": self.round,
+            "going": self.going,
+            "ended": self.ended,
+            "solved_at": solved_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BatchInPlay:
+        """``{}`` (nothing played yet) is the empty batch, which changes no count."""
+        solved_at = {int(turn): n for turn, n in data.get("solved_at", {}).items()}
+        return cls(data.get("round", 0), data.get("going", 0), data.get("ended", 0), solved_at)
+
+
+def cumulative_accuracy(
+    *,
+    first_correct_counts: Mapping[int, int],
+    total: int,
+    max_turns: int,
+    batch: BatchInPlay | None = None,
+) -> list[TurnAccuracy]:
+    """Accuracy after turn k (solved by turn k over the dialogues played to turn k) for
+    k = 1..max_turns.
+
+    ``first_correct_counts[k]`` is how many stored dialogues were first solved at turn k;
+    ``total`` counts every stored dialogue, solved or not. A ``batch`` with dialogues going
+    counts as the module docstring says; one with none going is played out and changes nothing.
+    """
+    batch = batch or BatchInPlay()
     curve = []
     solved = 0
+    batch_solved = 0
     for turn in range(1, max_turns + 1):
         solved += first_correct_counts.get(turn, 0)
-        curve.append(TurnAccuracy(turn, wilson_interval(solved, total)))
+        batch_solved += batch.solved_at.get(turn, 0)
+        if not batch.going:
+            counted = wilson_interval(solved, total)
+        elif turn <= batch.round:
+            counted = wilson_interval(solved, total + batch.going)
+        else:
+            counted = wilson_interval(solved - batch_solved, total - batch.ended)
+        curve.append(TurnAccuracy(turn, counted))
     return curve
 
 
@@ -220,6 +285,13 @@ class RunMetrics:
     by_domain: list[GroupAccuracy] = field(default_factory=list)
     by_difficulty: list[GroupAccuracy] = field(default_factory=list)
     accounting: Mapping[str, Any] = field(default_factory=dict)
+    provisional: bool = False  # Run.is_provisional: figures from the dialogues played so far
+    batch: BatchInPlay = field(default_factory=BatchInPlay)
+
+    @property
+    def played(self) -> int:
+        """Dialogues that played at least one round: the stored ones and the batch's going."""
+        return self.dialogues + self.batch.going
 
     @property
     def single_turn_accuracy(self) -> Proportion | None:
@@ -270,6 +342,7 @@ def metric_rows(metrics: RunMetrics) -> Iterable[dict[str, Any]]:
     """The tidy long form of a run's metrics: one row per number, columns CSV_COLUMNS.
 
     Empty cells mean "not applicable" (no interval for pass@k, no k for a rate)."""
+    yield {"metric": "provisional", "value": int(metrics.provisional)}
     for point in metrics.accuracy_by_turn:
         yield _proportion_row("accuracy_after_turn", point.accuracy, k=point.turn)
     if metrics.single_turn_accuracy is not None:

@@ -125,6 +125,12 @@ class Run(models.Model):
 
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
+    batch_in_play = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="How far the batch of dialogues the worker is playing got "
+        "(webapp.runs.metrics.BatchInPlay): what live accuracy counts besides stored dialogues.",
+    )
     accounting = models.JSONField(
         default=dict, blank=True, help_text="Generations, teacher calls, tokens, wall time."
     )
@@ -160,6 +166,12 @@ class Run(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.TERMINAL_STATUSES
+
+    @property
+    def is_provisional(self) -> bool:
+        """Until the run has succeeded, some of its dialogues have not ended (or never will), and
+        its figures are estimates from the ones played so far."""
+        return self.status != self.Status.SUCCEEDED
 
     @property
     def progress_percent(self) -> int:

@@ -15,6 +15,7 @@ from django.db.models.functions import Cast
 
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.runs.metrics import (
+    BatchInPlay,
     GroupAccuracy,
     RunMetrics,
     TurnAccuracy,
@@ -77,17 +78,22 @@ def _first_correct_histograms(run_ids: Iterable[int]) -> dict[int, dict[int | No
     return histograms
 
 
-def _curve(histogram: dict[int | None, int], max_turns: int) -> list[TurnAccuracy]:
+def _curve(histogram: dict[int | None, int], run: Run) -> list[TurnAccuracy]:
+    """Accuracy after turn k over the dialogues played to turn k: the stored ones and, while
+    the run plays, its batch in play (``metrics.cumulative_accuracy``)."""
     solved_at = {turn: n for turn, n in histogram.items() if turn is not None}
     return cumulative_accuracy(
-        first_correct_counts=solved_at, total=sum(histogram.values()), max_turns=max_turns
+        first_correct_counts=solved_at,
+        total=sum(histogram.values()),
+        max_turns=run_max_turns(run),
+        batch=BatchInPlay.from_json(run.batch_in_play),
     )
 
 
 def runs_accuracy_by_turn(*, runs: Sequence[Run]) -> dict[int, list[TurnAccuracy]]:
     """Curves of several runs (each to its own max turns) in one grouped query."""
     histograms = _first_correct_histograms(run.pk for run in runs) if runs else {}
-    return {run.pk: _curve(histograms.get(run.pk, {}), run_max_turns(run)) for run in runs}
+    return {run.pk: _curve(histograms.get(run.pk, {}), run) for run in runs}
 
 
 def _pass_at_k_counts(run: Run, max_turns: int) -> dict[tuple[int, int], int]:
@@ -229,13 +235,15 @@ def run_metrics(*, run: Run) -> RunMetrics:
         max_turns=max_turns,
         sharded=sharded,
         dialogues=sum(histogram.values()),
-        accuracy_by_turn=_curve(histogram, max_turns),
+        accuracy_by_turn=_curve(histogram, run),
         turns_to_solve=mean_from_histogram(solved_at),
         pass_at_k=pass_at_k_curve(_pass_at_k_counts(run, max_turns)),
         turn_counts=_turn_counts(run, sharded=sharded),
         by_domain=_breakdown(groups, "domain"),
         by_difficulty=_breakdown(groups, "difficulty"),
         accounting=dict(run.accounting or {}),
+        provisional=run.is_provisional,
+        batch=BatchInPlay.from_json(run.batch_in_play),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -14,6 +15,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from models_gpu.spec.protocol import ProtocolSpec, protocol_problems
+from models_gpu.spec.results import DialogueRow
 from models_gpu.spec.run import (
     DEFAULT_BATCH_SIZE,
     FINGERPRINT_FIELDS,
@@ -29,7 +31,9 @@ from models_gpu.spec.settings import Problem
 from webapp.accounts.models import User
 from webapp.core.dispatch import enqueue_on_commit
 from webapp.dialogues.models import Dialogue
+from webapp.dialogues.services import dialogues_store
 from webapp.models_registry.models import ModelSpec
+from webapp.runs.metrics import BatchInPlay
 from webapp.runs.models import Protocol, Run
 from webapp.tasks.models import TaskSet
 
@@ -270,10 +274,16 @@ def run_heartbeat(*, run_id: int) -> None:
     Run.objects.filter(pk=run_id).update(heartbeat_at=Now())
 
 
-def run_progress_refresh(*, run_id: int) -> None:
-    """Progress is the count of stored dialogues: true after a crash and a resume too."""
+@transaction.atomic
+def run_round_store(*, run_id: int, dialogues: Sequence[DialogueRow], batch: BatchInPlay) -> None:
+    """Store the dialogues that ended in a round with how far the rest of their batch got.
+
+    One transaction, so the run page never counts a dialogue both as stored and as going (or
+    as neither). Progress is the count of stored dialogues: true after a crash and a resume too.
+    """
+    dialogues_store(run_id=run_id, dialogues=dialogues)
     done = Dialogue.objects.filter(run_id=run_id).count()
-    Run.objects.filter(pk=run_id).update(progress_done=done)
+    Run.objects.filter(pk=run_id).update(progress_done=done, batch_in_play=batch.to_json())
 
 
 def run_finish(

@@ -21,6 +21,7 @@ from webapp.runs.forms import EvaluationRunForm, ProtocolForm
 from webapp.runs.metrics import (
     CSV_COLUMNS,
     PassAtK,
+    TurnAccuracy,
     accounting_rows,
     csv_cells,
     metric_rows,
@@ -58,6 +59,10 @@ def _elapsed_seconds(run: Run) -> float | None:
     return ((run.finished_at or timezone.now()) - run.started_at).total_seconds()
 
 
+def _chart_curve(run: Run, points: list[TurnAccuracy]) -> Curve:
+    return Curve(f"#{run.pk} {run.name}", points, selectors.run_max_turns(run), run.is_provisional)
+
+
 def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
     """Metrics, accounting and the chart (with the overlaid runs) of one run: a fixed number of
     queries whatever the number of dialogues."""
@@ -66,11 +71,8 @@ def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
     requested = _requested_ids(request)
     compared = [other for other in candidates if other.pk in requested]
     other_curves = selectors.runs_accuracy_by_turn(runs=compared)
-    curves = [Curve(f"#{run.pk} {run.name}", metrics.accuracy_by_turn, metrics.max_turns)]
-    curves += [
-        Curve(f"#{other.pk} {other.name}", other_curves[other.pk], selectors.run_max_turns(other))
-        for other in compared
-    ]
+    curves = [_chart_curve(run, metrics.accuracy_by_turn)]
+    curves += [_chart_curve(other, other_curves[other.pk]) for other in compared]
     accounting, accounting_recorded = accounting_rows(
         metrics.accounting, metrics.turn_counts, elapsed_seconds=_elapsed_seconds(run)
     )
