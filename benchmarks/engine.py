@@ -17,7 +17,7 @@ teacher is scripted) per second of wall time; for the engine paths the wall time
 verification, the teacher, and persistence.
 
 Persistence: each finished dialogue becomes the worker's own row
-(``workers.evaluation.dialogue_row``: the dialogue and its turns, NUL characters made storable)
+(``models_gpu.results.dialogue_row``: the dialogue and its turns, NUL characters made storable)
 and goes to a JSONL file, written and flushed as each batch finishes. Django is set up only for
 that import; no database is opened, so the bulk inserts the worker does on top are not measured.
 
@@ -42,20 +42,14 @@ from typing import IO, Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # the table, not the engine's log
-# Only for workers.evaluation.dialogue_row (the worker's row shape); no database is opened.
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
-
-import django
-
-django.setup()
-
-from models_gpu.backends import load_generator  # noqa: E402
-from models_gpu.engine import run_dialogues  # noqa: E402
-from models_gpu.generators.arithmetic import arithmetic_tasks  # noqa: E402
-from models_gpu.spec.protocol import ProtocolSpec  # noqa: E402
-from models_gpu.spec.run import RoleSpec  # noqa: E402
-from models_gpu.spec.templates import render_template, resolve_templates  # noqa: E402
-from models_gpu.types import (  # noqa: E402
+from models_gpu.backends import load_generator
+from models_gpu.engine import run_dialogues
+from models_gpu.generators.arithmetic import arithmetic_tasks
+from models_gpu.results import dialogue_row
+from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.run import RoleSpec
+from models_gpu.spec.templates import render_template, resolve_templates
+from models_gpu.types import (
     DialogueJob,
     DialogueResult,
     Generation,
@@ -64,7 +58,6 @@ from models_gpu.types import (  # noqa: E402
     Message,
     TaskSpec,
 )
-from workers.evaluation import dialogue_row  # noqa: E402
 
 # Per-backend params beyond the shared sampling ones. float32 on CPU: what both backends run
 # the house model in there (vLLM's "auto" would pick bfloat16 on some CPUs).

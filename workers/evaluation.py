@@ -17,15 +17,14 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
 
 from django.conf import settings
 
 from models_gpu.backends import load_generator
 from models_gpu.engine import EngineStats, run_dialogues
-from models_gpu.spec.results import DialogueRow, TurnRow
+from models_gpu.results import dialogue_row
 from models_gpu.spec.run import FINGERPRINT_FIELDS, RoleSpec, RunConfig, task_fingerprint
-from models_gpu.types import DialogueJob, DialogueResult, Generator, TurnRecord
+from models_gpu.types import DialogueJob, DialogueResult, Generator, TaskSpec
 from webapp.core.database import DATABASE_LOST
 from webapp.core.heartbeat import Heartbeat, stale_after
 from webapp.runs import services
@@ -42,9 +41,9 @@ class TaskSetChanged(Exception):
     """The run's tasks are not the ones its configuration was frozen with."""
 
 
-def pending_jobs(run_id: int, config: RunConfig) -> list[DialogueJob]:
-    """Every (task, sample) of the run that has no stored dialogue yet; ``TaskSetChanged`` when
-    the task set's content differs from what the run was launched on."""
+def run_tasks(config: RunConfig) -> list[TaskSpec]:
+    """The tasks of the run's task set, in order; ``TaskSetChanged`` when the set's content
+    differs from what the run was launched on."""
     payloads = task_payloads(task_set_id=config.task_set.id)
     fingerprint = task_fingerprint(
         [payload[name] for name in FINGERPRINT_FIELDS] for payload in payloads
@@ -55,63 +54,29 @@ def pending_jobs(run_id: int, config: RunConfig) -> list[DialogueJob]:
             "this run was launched (their fingerprint differs), so its results would not be "
             "what its configuration says: launch a new run on the set as it is now"
         )
-    stored = run_stored_dialogue_keys(run_id=run_id)
-    jobs = []
-    for payload in payloads:
-        task = task_spec(payload)
-        for sample_index in range(config.samples_per_task):
-            if (task.task_id, sample_index) not in stored:
-                seed = dialogue_seed(config.seed, task.task_id, sample_index)
-                jobs.append(DialogueJob(task=task, sample_index=sample_index, seed=seed))
-    return jobs
+    return [task_spec(payload) for payload in payloads]
 
 
-def storable(value: Any) -> Any:
-    """``value`` with every NUL character replaced by U+FFFD, through lists and dicts.
-
-    Model output is arbitrary text, and a model (an untrained one readily) can emit NUL, which
-    PostgreSQL refuses in text and JSON columns: one such reply would fail the whole run.
-    """
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, Mapping):
-        return {storable(key): storable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [storable(item) for item in value]
-    return value
-
-
-def turn_row(turn: TurnRecord) -> TurnRow:
-    verdict = turn.verdict
-    return TurnRow(
-        index=turn.index,
-        round=turn.round,
-        role=turn.role,
-        kind=turn.kind,
-        text=storable(turn.text),
-        private_context=storable(turn.private_context),
-        extracted_answer=storable(verdict.extracted or "") if verdict else "",
-        is_correct=verdict.correct if verdict else None,
-        score=verdict.score if verdict else None,
-        verdict_details=storable(verdict.details) if verdict else {},
-        leak_flag=turn.leak_flag,
-        prompt_tokens=turn.prompt_tokens,
-        completion_tokens=turn.completion_tokens,
-        latency_ms=turn.latency_ms,
-    )
+def dialogue_jobs(
+    config: RunConfig, tasks: list[TaskSpec], skip: set[tuple[int, int]] | None = None
+) -> list[DialogueJob]:
+    """Every (task, sample) of the run but those in ``skip``, each with its seed."""
+    return [
+        DialogueJob(
+            task=task,
+            sample_index=sample_index,
+            seed=dialogue_seed(config.seed, task.task_id, sample_index),
+        )
+        for task in tasks
+        for sample_index in range(config.samples_per_task)
+        if (task.task_id, sample_index) not in (skip or set())
+    ]
 
 
-def dialogue_row(result: DialogueResult) -> DialogueRow:
-    return DialogueRow(
-        task_id=result.task_id,
-        sample_index=result.sample_index,
-        seed=result.seed,
-        outcome="solved" if result.solved else "unsolved",
-        first_correct_turn=result.first_correct_turn,
-        num_turns=max((t.round for t in result.turns), default=0),
-        end_reason=result.end_reason,
-        turns=tuple(turn_row(turn) for turn in result.turns),
-    )
+def pending_jobs(run_id: int, config: RunConfig) -> list[DialogueJob]:
+    """Every (task, sample) of the run that has no stored dialogue yet (``TaskSetChanged`` as
+    ``run_tasks``)."""
+    return dialogue_jobs(config, run_tasks(config), run_stored_dialogue_keys(run_id=run_id))
 
 
 class RoundRecorder:

@@ -26,21 +26,37 @@ from typing import Any
 from django.conf import settings
 from django.http import QueryDict
 
+from models_gpu.spec.results import DialogueRow
 from models_gpu.spec.training_run import NOTHING_TO_TRAIN, DatasetRef, TrainingRunConfig
-from models_gpu.training.launch import TrainingJob
+from models_gpu.training.launch import OnlineTrainingJob, TrainingJob, job_to_json, task_to_json
 from webapp.core.database import DATABASE_LOST
 from webapp.dialogues.forms import DialogueFilterForm
+from webapp.dialogues.services import dialogues_store
 from webapp.runs import services as runs
 from webapp.runs.models import Run
 from webapp.training import services
 from webapp.training.models import TrainingPreview
 from webapp.training.selectors import selected_dialogues, training_dialogues
-from workers.evaluation import CancelWatch, execute_claimed
+from workers.evaluation import CancelWatch, dialogue_jobs, execute_claimed, run_tasks
 
 logger = logging.getLogger(__name__)
 
-# The curves a training run draws, from the trainer's log entries.
-CURVES = ("loss", "learning_rate", "grad_norm", "tokens_per_second")
+# The curves a training run draws, from the trainer's log entries (online training's steps add
+# their rollouts' figures, ``models_gpu.training.online``).
+CURVES = (
+    "loss",
+    "learning_rate",
+    "grad_norm",
+    "tokens_per_second",
+    "reward",
+    "solved",
+    "zero_variance_groups",
+    "student_tokens",
+    "question_rate",
+    "kl",
+    "rollout_seconds",
+    "update_seconds",
+)
 READ_BLOCK = 1 << 20
 POLL_SECONDS = 0.5  # how often the worker reads the training's progress and its cancel
 JOB_LOG = "job.log"  # the training processes' output, in the run's output directory
@@ -66,39 +82,72 @@ def check_snapshot(dataset: DatasetRef) -> None:
         )
 
 
+class AppendedLines:
+    """The JSON lines appended to a file since the last read (a line still being written waits
+    for the next read)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
+
+    def read_new(self) -> list[Any]:
+        if not self.path.exists():
+            return []
+        with self.path.open("rb") as appended:
+            appended.seek(self.offset)
+            data = appended.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        return [json.loads(line) for line in complete.decode("utf-8").splitlines()]
+
+
 class ProgressReader:
     """Records the training processes' log entries (``progress.jsonl``) as they are appended:
-    metric points and the run's progress by step."""
+    metric points and the run's progress by step; and, of online training, the stored rollouts
+    (``rollouts.jsonl``) as dialogues of the run, each with its step."""
 
-    def __init__(self, run_id: int, path: Path) -> None:
-        self.run_id, self.path, self.offset = run_id, path, 0
+    def __init__(self, run_id: int, path: Path, rollouts: Path | None = None) -> None:
+        self.run_id = run_id
+        self.progress = AppendedLines(path)
+        self.rollouts = AppendedLines(rollouts) if rollouts else None
 
     def read_new(self) -> None:
-        if not self.path.exists():
-            return
-        with self.path.open("rb") as progress:
-            progress.seek(self.offset)
-            data = progress.read()
-        complete = data[: data.rfind(b"\n") + 1]  # a line still being written waits
-        self.offset += len(complete)
-        for line in complete.decode("utf-8").splitlines():
-            self.record(json.loads(line))
+        for entry in self.progress.read_new():
+            self.record(entry)
+        for line in self.rollouts.read_new() if self.rollouts else []:
+            dialogue = DialogueRow.from_json(line["dialogue"])
+            dialogues_store(run_id=self.run_id, dialogues=[dialogue], training_step=line["step"])
 
     def record(self, entry: Mapping[str, Any]) -> None:
         step = int(entry["step"])
-        values = {name: float(entry[name]) for name in CURVES if entry.get(name) is not None}
+        values = metric_values(entry)
         if values:
             services.metric_points_record(run_id=self.run_id, step=step, values=values)
-        services.training_progress(
-            run_id=self.run_id, step=step, total_steps=int(entry.get("total_steps") or 0)
-        )
+        if entry.get("kind") != "heldout":
+            services.training_progress(
+                run_id=self.run_id, step=step, total_steps=int(entry.get("total_steps") or 0)
+            )
+
+
+def metric_values(entry: Mapping[str, Any]) -> dict[str, float]:
+    """The curve points in a log entry: a held-out evaluation's accuracy after turn k
+    ("heldout_turn_k"), or a step's curves, with its rollouts' accuracy after turn k
+    ("rollout_turn_k")."""
+    if entry.get("kind") == "heldout":
+        accuracy = entry["accuracy_after_turn"]
+        return {f"heldout_turn_{k}": float(value) for k, value in enumerate(accuracy, start=1)}
+    values = {name: float(entry[name]) for name in CURVES if entry.get(name) is not None}
+    for k, value in enumerate(entry.get("accuracy_after_turn") or (), start=1):
+        values[f"rollout_turn_{k}"] = float(value)
+    return values
 
 
 class TrainingProcessFailed(Exception):
     """The training process exited with an error (its last lines say which)."""
 
 
-def run_training_job(job: TrainingJob, progress: ProgressReader, watch: CancelWatch) -> Any:
+def run_training_job(
+    job: TrainingJob | OnlineTrainingJob, progress: ProgressReader, watch: CancelWatch
+) -> Any:
     """Run ``job`` in its own process(es) (``models_gpu.training.launch``), recording its
     progress and passing on a cancel; its ``TrainResult`` as plain data."""
     from models_gpu.training.launch import launch_command, processes_for
@@ -111,6 +160,7 @@ def run_training_job(job: TrainingJob, progress: ProgressReader, watch: CancelWa
     # reading them again would move the run's progress back.
     job.result_path.unlink(missing_ok=True)
     job.progress_path.unlink(missing_ok=True)
+    job.rollouts_path.unlink(missing_ok=True)  # a replayed step's rollouts are stored once
     command = launch_command(job_file, processes_for(job.config.device))
     with (out / JOB_LOG).open("ab") as log:
         process = subprocess.Popen(
@@ -149,6 +199,45 @@ def _failure(log: Path, returncode: int | None) -> str:
     return f"the training process exited with status {returncode}: {last} (log: {log})"
 
 
+def offline_job(config: TrainingRunConfig, out: Path) -> TrainingJob:
+    """Fine-tuning on the run's dataset snapshot (checked against its hash first)."""
+    assert config.dataset is not None, "an offline run trains on a dataset"
+    check_snapshot(config.dataset)
+    return TrainingJob(
+        config=config.training,
+        base_model=config.base.location,
+        examples=config.dataset.path,
+        output_dir=str(out),
+        question_writer=config.question_writer,
+    )
+
+
+def online_job(config: TrainingRunConfig, out: Path) -> OnlineTrainingJob:
+    """Online SML: the training tasks and the held-out jobs written where the training process
+    reads them (``TaskSetChanged`` when a task set changed since launch)."""
+    assert config.online is not None and config.rollouts is not None, "an online run"
+    out.mkdir(parents=True, exist_ok=True)
+    tasks, heldout = out / "tasks.jsonl", out / "heldout.jsonl"
+    _write_lines(tasks, [task_to_json(task) for task in run_tasks(config.rollouts)])
+    evaluation = config.evaluation
+    jobs = dialogue_jobs(evaluation, run_tasks(evaluation)) if evaluation else []
+    _write_lines(heldout, [job_to_json(job) for job in jobs])
+    return OnlineTrainingJob(
+        config=config.training,
+        online=config.online,
+        base_model=config.base.location,
+        rollouts=config.rollouts,
+        tasks=str(tasks),
+        evaluation=evaluation,
+        heldout=str(heldout),
+        output_dir=str(out),
+    )
+
+
+def _write_lines(path: Path, items: list[Any]) -> None:
+    path.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
+
+
 def execute_training(run_id: int, *, worker: str, background_heartbeat: bool = True) -> bool:
     """Claim the run and train what is left of it; False when it could not be claimed."""
     return execute_claimed(run_id, _train, worker=worker, background_heartbeat=background_heartbeat)
@@ -159,18 +248,14 @@ def _train(run_id: int) -> None:
     watch = CancelWatch(run_id, interval_seconds=min(1.0, settings.DIALAB_HEARTBEAT_SECONDS))
     try:
         config = TrainingRunConfig.from_json(run.config)
-        check_snapshot(config.dataset)
         if run.attempts > 1:
             logger.info("run %s: claimed again (attempt %s)", run_id, run.attempts)
         out = services.training_output_dir(run)
-        job = TrainingJob(
-            config=config.training,
-            base_model=config.base.location,
-            examples=config.dataset.path,
-            output_dir=str(out),
-            question_writer=config.question_writer,
+        job = online_job(config, out) if config.is_online else offline_job(config, out)
+        reader = ProgressReader(
+            run_id, job.progress_path, job.rollouts_path if config.is_online else None
         )
-        result = run_training_job(job, ProgressReader(run_id, job.progress_path), watch)
+        result = run_training_job(job, reader, watch)
         if result["resumed_from"]:
             logger.info("run %s: resumed from %s", run_id, result["resumed_from"])
         if result["stopped"]:
@@ -185,12 +270,10 @@ def _train(run_id: int) -> None:
         summary = "".join(traceback.format_exception_only(error)).strip()
         runs.run_finish(run_id=run_id, status=Run.Status.FAILED, error=summary)
         return
-    accounting = {
-        "optimizer_steps": result["global_step"],
-        "examples": result["dataset"]["examples"],
-        "trained_tokens_per_epoch": result["dataset"]["trained_tokens"],
-        "wall_seconds": result["wall_seconds"],
-    }
+    accounting = {"optimizer_steps": result["global_step"], "wall_seconds": result["wall_seconds"]}
+    if not config.is_online:
+        accounting["examples"] = result["dataset"]["examples"]
+        accounting["trained_tokens_per_epoch"] = result["dataset"]["trained_tokens"]
     runs.run_finish(run_id=run_id, status=Run.Status.SUCCEEDED, accounting=accounting)
 
 

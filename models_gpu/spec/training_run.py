@@ -8,6 +8,11 @@ question template), and the held-out evaluation that follows: a ``RunConfig`` wh
 the base model. When training ends, the same configuration with the trained
 model as the student evaluates it, and the base's evaluation is the one with exactly this
 configuration (reused when it exists).
+
+Online SML (``online`` set, no dataset): the student plays dialogues while it trains
+(``models_gpu.training.online``). ``rollouts`` says what it plays: a ``RunConfig`` whose task set
+holds the training tasks, whose protocol and teacher play them (its max turns is the training
+horizon's ceiling; ``online.horizon`` cuts it) and whose student is the base model.
 """
 
 from __future__ import annotations
@@ -20,14 +25,18 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from models_gpu.spec.backends import backend_problems
+from models_gpu.spec.online import OnlineConfig
 from models_gpu.spec.run import RoleSpec, RunConfig, exact_keys, run_config_problems
 from models_gpu.spec.settings import Problem
 from models_gpu.spec.training import TrainingConfig
 
-TRAINING_RUN_SCHEMA = 2
-# Schema 1 had no question writer: such runs wrote Q-priming's questions from the template.
-READABLE_SCHEMAS = (1, TRAINING_RUN_SCHEMA)
+TRAINING_RUN_SCHEMA = 3
+# Schema 1 had no question writer (such runs wrote Q-priming's questions from the template);
+# schema 2 no online training.
+READABLE_SCHEMAS = (1, 2, TRAINING_RUN_SCHEMA)
 NOTHING_TO_TRAIN = "No dialogue matches this selection: there is nothing to train on."
+# The protocols online training plays (a teacher's or a user's turns between the student's).
+ONLINE_MODES = ("didactic", "sharded")
 # Backends whose location is a checkpoint directory that training can start from.
 TRAINABLE_BACKENDS = ("transformers", "vllm")
 # Backends that can write Q-priming's questions (a model that generates text).
@@ -49,19 +58,27 @@ class DatasetRef:
 @dataclass(frozen=True)
 class TrainingRunConfig:
     base: RoleSpec
-    dataset: DatasetRef
+    dataset: DatasetRef | None
     training: TrainingConfig
     evaluation: RunConfig | None = None
     question_writer: RoleSpec | None = None
+    online: OnlineConfig | None = None
+    rollouts: RunConfig | None = None
+
+    @property
+    def is_online(self) -> bool:
+        return self.online is not None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": TRAINING_RUN_SCHEMA,
             "base": asdict(self.base),
-            "dataset": asdict(self.dataset),
+            "dataset": asdict(self.dataset) if self.dataset else None,
             "training": self.training.to_json(),
             "evaluation": self.evaluation.to_json() if self.evaluation else None,
             "question_writer": asdict(self.question_writer) if self.question_writer else None,
+            "online": self.online.to_json() if self.online else None,
+            "rollouts": self.rollouts.to_json() if self.rollouts else None,
         }
 
     @classmethod
@@ -76,16 +93,21 @@ class TrainingRunConfig:
             )
         if schema == 1:
             data["question_writer"] = None
+        if schema in (1, 2):
+            data.update(online=None, rollouts=None)
         exact_keys(cls, data, "training run configuration")
-        evaluation, writer = data["evaluation"], data["question_writer"]
+        evaluation, writer, dataset = data["evaluation"], data["question_writer"], data["dataset"]
+        online, rollouts = data["online"], data["rollouts"]
         return cls(
             base=RoleSpec(**exact_keys(RoleSpec, data["base"], "base")),
-            dataset=DatasetRef(**exact_keys(DatasetRef, data["dataset"], "dataset")),
+            dataset=DatasetRef(**exact_keys(DatasetRef, dataset, "dataset")) if dataset else None,
             training=TrainingConfig.from_json(data["training"]),
             evaluation=RunConfig.from_json(evaluation) if evaluation is not None else None,
             question_writer=(
                 RoleSpec(**exact_keys(RoleSpec, writer, "question writer")) if writer else None
             ),
+            online=OnlineConfig.from_json(online) if online is not None else None,
+            rollouts=RunConfig.from_json(rollouts) if rollouts is not None else None,
         )
 
     def config_hash(self) -> str:
@@ -133,8 +155,7 @@ def training_run_problems(config: TrainingRunConfig) -> list[Problem]:
             for problem in backend_problems(base.backend, base.location, base.params)
             + checkpoint_problems(base.location)
         ]
-    if config.dataset.dialogues < 1:
-        problems.append(Problem("dataset", NOTHING_TO_TRAIN))
+    problems += _data_problems(config)
     problems += config.training.problems()
     problems += question_writer_problems(config.question_writer, config.training.method)
     if config.evaluation is not None:
@@ -142,6 +163,38 @@ def training_run_problems(config: TrainingRunConfig) -> list[Problem]:
             Problem(f"evaluation_{problem.field}", problem.message)
             for problem in run_config_problems(config.evaluation)
         ]
+    return problems
+
+
+def _data_problems(config: TrainingRunConfig) -> list[Problem]:
+    """An offline run trains on a dataset; an online run plays its rollouts' tasks."""
+    if config.online is None:
+        if config.rollouts is not None:
+            return [Problem("rollouts", "Only online training plays rollouts.")]
+        if config.dataset is None or config.dataset.dialogues < 1:
+            return [Problem("dataset", NOTHING_TO_TRAIN)]
+        return []
+    problems = config.online.problems()
+    if config.dataset is not None:
+        problems.append(Problem("dataset", "Online training plays its own dialogues: no dataset."))
+    if config.rollouts is None:
+        return [*problems, Problem("rollouts", "Online training needs the tasks it plays.")]
+    problems += [
+        Problem(f"rollouts_{problem.field}", problem.message)
+        for problem in run_config_problems(config.rollouts)
+    ]
+    if config.rollouts.protocol.mode not in ONLINE_MODES:
+        problems.append(
+            Problem(
+                "rollouts_protocol",
+                f"Online training plays {' or '.join(ONLINE_MODES)} dialogues, not "
+                f"{config.rollouts.protocol.mode}.",
+            )
+        )
+    if config.training.method != "sft":
+        problems.append(
+            Problem("method", "Online training trains on its own rollouts: leave the method sft.")
+        )
     return problems
 
 

@@ -8,6 +8,10 @@ every process stops at the same step, with a checkpoint saved. When the job ends
 holds its ``TrainResult``. A process of its own also gives the worker its memory back after every
 job, and a crash in training (out of memory, a CUDA error) fails the job, not the worker.
 
+An online job (``OnlineTrainingJob``: online SML, the policy playing its own dialogues) runs
+the same way; its stored share of every step's dialogues goes to ``rollouts.jsonl`` (one
+``{"step": s, "dialogue": DialogueRow}`` per line) for the worker to store.
+
     python -m models_gpu.training.launch JOB_FILE
 """
 
@@ -16,31 +20,26 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from models_gpu.spec.run import RoleSpec
+from models_gpu.spec.online import OnlineConfig
+from models_gpu.spec.run import RoleSpec, RunConfig
 from models_gpu.spec.training import TrainingConfig
 from models_gpu.training.qpriming import QuestionRequest, model_writer, template_writer
-from models_gpu.types import Generator
+from models_gpu.types import DialogueJob, Generator, TaskSpec
 
 PROGRESS_FILE = "progress.jsonl"
+ROLLOUTS_FILE = "rollouts.jsonl"
 STOP_FILE = "STOP"
 RESULT_FILE = "result.json"
 
 
-@dataclass(frozen=True)
-class TrainingJob:
-    """What ``train`` is called with: the configuration, the base checkpoint, the snapshot file
-    (one ``TrainingDialogue`` JSON per line), the output directory and, for Q-priming, the model
-    that writes the questions (None: the configuration's template)."""
+class JobFiles:
+    """Where a job's processes report, under its output directory."""
 
-    config: TrainingConfig
-    base_model: str
-    examples: str
     output_dir: str
-    question_writer: RoleSpec | None = None
 
     @property
     def progress_path(self) -> Path:
@@ -53,6 +52,23 @@ class TrainingJob:
     @property
     def result_path(self) -> Path:
         return Path(self.output_dir) / RESULT_FILE
+
+    @property
+    def rollouts_path(self) -> Path:
+        return Path(self.output_dir) / ROLLOUTS_FILE
+
+
+@dataclass(frozen=True)
+class TrainingJob(JobFiles):
+    """What ``train`` is called with: the configuration, the base checkpoint, the snapshot file
+    (one ``TrainingDialogue`` JSON per line), the output directory and, for Q-priming, the model
+    that writes the questions (None: the configuration's template)."""
+
+    config: TrainingConfig
+    base_model: str
+    examples: str
+    output_dir: str
+    question_writer: RoleSpec | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "config": self.config.to_json()}
@@ -67,6 +83,69 @@ class TrainingJob:
                 "question_writer": RoleSpec(**writer) if writer else None,
             }
         )
+
+
+@dataclass(frozen=True)
+class OnlineTrainingJob(JobFiles):
+    """What ``online.train_online`` is called with. ``rollouts``: the configuration the policy
+    plays (its protocol and teacher; its task set's tasks are in ``tasks``); ``evaluation``: the
+    held-out configuration (its protocol, and the student's sampling params), whose jobs are in
+    ``heldout``. Tasks and jobs are files of JSON lines (``task_to_json``, ``job_to_json``).
+    ``sample_offset(step)`` numbers a stored rollout so that every step's are distinct."""
+
+    config: TrainingConfig
+    online: OnlineConfig
+    base_model: str
+    rollouts: RunConfig
+    tasks: str
+    evaluation: RunConfig | None
+    heldout: str
+    output_dir: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "online",
+            **asdict(self),
+            "config": self.config.to_json(),
+            "online": self.online.to_json(),
+            "rollouts": self.rollouts.to_json(),
+            "evaluation": self.evaluation.to_json() if self.evaluation else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> OnlineTrainingJob:
+        data = {key: value for key, value in data.items() if key != "kind"}
+        evaluation = data["evaluation"]
+        return cls(
+            **{
+                **data,
+                "config": TrainingConfig.from_json(data["config"]),
+                "online": OnlineConfig.from_json(data["online"]),
+                "rollouts": RunConfig.from_json(data["rollouts"]),
+                "evaluation": RunConfig.from_json(evaluation) if evaluation else None,
+            }
+        )
+
+
+def task_to_json(task: TaskSpec) -> dict[str, Any]:
+    return asdict(task)
+
+
+def task_from_json(data: Mapping[str, Any]) -> TaskSpec:
+    return TaskSpec(**{**data, "shards": tuple(data["shards"])})
+
+
+def job_to_json(job: DialogueJob) -> dict[str, Any]:
+    return {"task": task_to_json(job.task), "sample_index": job.sample_index, "seed": job.seed}
+
+
+def job_from_json(data: Mapping[str, Any]) -> DialogueJob:
+    return DialogueJob(task_from_json(data["task"]), data["sample_index"], data["seed"])
+
+
+def read_lines(path: str) -> list[Any]:
+    with open(path, encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines]
 
 
 class LoadedQuestionWriter:
@@ -146,13 +225,69 @@ def run(job: TrainingJob) -> None:
         job.result_path.write_text(json.dumps(asdict(result), indent=2) + "\n", encoding="utf-8")
 
 
+def run_online(job: OnlineTrainingJob) -> None:
+    """Train online as the job says, reporting to its files."""
+    from accelerate import PartialState
+
+    from models_gpu.backends import load_generator
+    from models_gpu.results import dialogue_row
+    from models_gpu.training.online import train_online
+
+    def report(entry: Mapping[str, Any]) -> None:
+        with job.progress_path.open("a", encoding="utf-8") as progress:
+            progress.write(json.dumps(dict(entry)) + "\n")
+
+    def store(step: int, results: Sequence[Any]) -> None:
+        # A rollout's sample index is its place in its step: numbered on across steps, so that
+        # every stored dialogue of the run has its own (task, sample).
+        offset = (step - 1) * job.online.dialogues_per_step
+        with job.rollouts_path.open("a", encoding="utf-8") as rollouts:
+            for result in results:
+                numbered = replace(result, sample_index=offset + result.sample_index)
+                row = asdict(dialogue_row(numbered))
+                rollouts.write(json.dumps({"step": step, "dialogue": row}) + "\n")
+
+    rollouts, evaluation = job.rollouts, job.evaluation
+    teacher = load_generator(rollouts.teacher) if rollouts.teacher else None
+    heldout_protocol = evaluation.protocol if evaluation else None
+    job.stop_path.unlink(missing_ok=True)
+    result = train_online(
+        job.config,
+        job.online,
+        base_model=job.base_model,
+        tasks=[task_from_json(task) for task in read_lines(job.tasks)],
+        protocol=rollouts.protocol,
+        teacher=teacher,
+        output_dir=job.output_dir,
+        heldout=[job_from_json(item) for item in read_lines(job.heldout)],
+        heldout_protocol=heldout_protocol,
+        heldout_params=_student_params(evaluation) if evaluation else None,
+        on_log=report,
+        on_rollouts=store,
+        should_stop=job.stop_path.exists,
+    )
+    if PartialState().is_main_process:
+        job.result_path.write_text(json.dumps(asdict(result), indent=2) + "\n", encoding="utf-8")
+
+
+def _student_params(config: RunConfig) -> dict[str, Any]:
+    """The evaluation student's sampling params that the policy's generator takes."""
+    from models_gpu.spec.backends import BACKENDS
+
+    known = {setting.name for setting in BACKENDS["transformers"].params}
+    return {name: value for name, value in config.student.params.items() if name in known}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
         print(__doc__, file=sys.stderr)
         return 2
-    job = TrainingJob.from_json(json.loads(Path(args[0]).read_text(encoding="utf-8")))
-    run(job)
+    data = json.loads(Path(args[0]).read_text(encoding="utf-8"))
+    if data.get("kind") == "online":
+        run_online(OnlineTrainingJob.from_json(data))
+    else:
+        run(TrainingJob.from_json(data))
     return 0
 
 

@@ -19,8 +19,8 @@ Reports (``on_log``), one entry per step from the main process: the step, TRL's 
 rate, grad norm (and KL when beta > 0), and the rollouts' mean reward, solved rate, accuracy
 after turn k (k = 1..horizon) over the step's dialogues, the share of groups whose rewards are
 all equal (they teach nothing: zero advantage), student tokens per dialogue, question rate, and
-the time spent playing (``rollout_seconds``: generation and verification) and updating
-(``update_seconds``). Held-out evaluations (every ``eval_every`` steps, before the first step
+the time spent playing (``rollout_seconds``: generation, verification, rewards and the token
+layout) and updating (``update_seconds``: TRL's forward, backward and optimizer step). Held-out evaluations (every ``eval_every`` steps, before the first step
 and at the end) report ``{"kind": "heldout", "step", "accuracy_after_turn", "dialogues"}``.
 ``on_rollouts(step, results)`` receives the stored share of every step's dialogues.
 

@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.db import transaction
 from django.utils import timezone
 
+from models_gpu.results import dialogue_row
 from models_gpu.spec.results import DialogueRow
 from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TeacherFactory
 from webapp.core.heartbeat import stale_after
@@ -21,7 +22,7 @@ from webapp.models_registry.models import ModelSpec
 from webapp.runs import services
 from webapp.runs.models import Protocol, Run
 from webapp.tasks.models import Task
-from workers.evaluation import dialogue_row, execute_evaluation, pending_jobs
+from workers.evaluation import execute_evaluation, pending_jobs
 
 pytestmark = pytest.mark.django_db
 

@@ -106,6 +106,8 @@ class DialogueFilters:
     outcome: str = ""
     first_correct_turn: IntRange | None = None
     num_turns: IntRange | None = None
+    # Online training's stored rollouts: the optimizer steps they were played at.
+    training_step: IntRange | None = None
     # True: some teacher turn was flagged as leaking the answer; False: none was.
     leaked: bool | None = None
     # The dialogue has at least one turn of each of these kinds ("question", "attempt", ...).

@@ -281,6 +281,12 @@ class DialogueFilterForm(forms.Form):
         label="Turns",
         widget=forms.TextInput(attrs={"placeholder": "5, 1-3", "size": 6}),
     )
+    step = IntRangeField(
+        required=False,
+        label="Training step",
+        help_text="Online training's stored rollouts: the optimizer step they were played at.",
+        widget=forms.TextInput(attrs={"placeholder": "200, 1-50", "size": 6}),
+    )
     leak = forms.ChoiceField(choices=YES_NO_ANY, required=False, label="Teacher leak flagged")
     changed = forms.ChoiceField(
         choices=YES_NO_ANY,
@@ -371,6 +377,7 @@ class DialogueFilterForm(forms.Form):
             outcome=data.get("outcome") or "",
             first_correct_turn=data.get("first_correct"),
             num_turns=data.get("turns"),
+            training_step=data.get("step"),
             leaked=_yes_no(data.get("leak") or ""),
             turn_kinds=tuple(data.get("has") or ()),
             changed_answer=_yes_no(data.get("changed") or ""),

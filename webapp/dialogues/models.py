@@ -68,8 +68,14 @@ class Dialogue(models.Model):
 
     run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="dialogues")
     task = models.ForeignKey("tasks.Task", on_delete=models.PROTECT, related_name="dialogues")
-    sample_index = models.PositiveSmallIntegerField(default=0)
+    sample_index = models.PositiveIntegerField(default=0)
     seed = models.BigIntegerField()
+    training_step = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        db_index=True,
+        help_text="Online training: the optimizer step whose rollouts this dialogue was.",
+    )
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
     first_correct_turn = models.PositiveSmallIntegerField(null=True, blank=True)
     num_turns = models.PositiveSmallIntegerField(

@@ -45,6 +45,8 @@ def _filter_fields(dialogues: QuerySet[Dialogue], filters: DialogueFilters) -> Q
         dialogues = _range(dialogues, "first_correct_turn", filters.first_correct_turn)
     if filters.num_turns is not None:
         dialogues = _range(dialogues, "num_turns", filters.num_turns)
+    if filters.training_step is not None:
+        dialogues = _range(dialogues, "training_step", filters.training_step)
     return dialogues
 
 
@@ -228,7 +230,7 @@ DIALOGUE_PAGE_RELATIONS = (
 # grows with its task set).
 DIALOGUE_PAGE_FIELDS = (
     "run_id", "task_id", "sample_index", "seed", "outcome", "first_correct_turn", "num_turns",
-    "end_reason", "created_at",
+    "end_reason", "created_at", "training_step",
     "task__external_id", "task__prompt", "task__reference", "task__verifier_kind",
     "task__verifier_config", "task__task_set__name", "task__task_set__version",
     "run__name", "run__protocol__name", "run__student__name", "run__teacher__name",

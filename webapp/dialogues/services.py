@@ -16,7 +16,9 @@ from webapp.tasks.models import Task
 
 
 @transaction.atomic
-def dialogues_store(*, run_id: int, dialogues: Sequence[DialogueRow]) -> int:
+def dialogues_store(
+    *, run_id: int, dialogues: Sequence[DialogueRow], training_step: int | None = None
+) -> int:
     """Insert finished dialogues and their turns in two bulk inserts; return how many were new.
 
     A dialogue already stored for the same (task, sample) is skipped, so a re-delivered or
@@ -34,8 +36,11 @@ def dialogues_store(*, run_id: int, dialogues: Sequence[DialogueRow]) -> int:
     positions = dict(
         Task.objects.filter(pk__in={d.task_id for d in fresh}).values_list("pk", "position")
     )
-    # As the run froze it (RunConfig.student.name), read from the JSON alone.
-    student_name = Run.objects.values_list("config__student__name", flat=True).get(pk=run_id)
+    # As the run froze it (RunConfig.student.name; a training run's rollouts are its base
+    # model's), read from the JSON alone.
+    student_name, base_name = Run.objects.values_list(
+        "config__student__name", "config__base__name"
+    ).get(pk=run_id)
     turns = [[asdict(turn) for turn in d.turns] for d in fresh]
     rows = Dialogue.objects.bulk_create(
         Dialogue(
@@ -48,7 +53,8 @@ def dialogues_store(*, run_id: int, dialogues: Sequence[DialogueRow]) -> int:
             num_turns=d.num_turns,
             end_reason=d.end_reason,
             task_position=positions[d.task_id],
-            student_name=student_name,
+            student_name=student_name or base_name or "",
+            training_step=training_step,
             **turn_summary(d_turns),
             search_document=(
                 document_expression([turn["text"] for turn in d_turns]) if searchable else None

@@ -1,4 +1,5 @@
-"""The training run page's curves: loss, learning rate, gradient norm and throughput by step."""
+"""The training run page's curves by step: loss, learning rate, gradient norm and throughput;
+for online training, the rollouts' reward and figures and the held-out accuracy after turn k."""
 
 from __future__ import annotations
 
@@ -11,40 +12,80 @@ from plotly.subplots import make_subplots
 
 from webapp.runs.charts import COLOURS
 
-PANELS = (
-    ("loss", "Loss (trained tokens)"),
-    ("learning_rate", "Learning rate"),
-    ("grad_norm", "Gradient norm"),
-    ("tokens_per_second", "Tokens per second"),
+# (title, the curves it draws); a name ending in "_" draws every curve that starts with it, one
+# per turn k ("rollout_turn_1", "rollout_turn_2", ...).
+Panel = tuple[str, tuple[str, ...]]
+PANELS: tuple[Panel, ...] = (
+    ("Loss (trained tokens)", ("loss",)),
+    ("Learning rate", ("learning_rate",)),
+    ("Gradient norm", ("grad_norm",)),
+    ("Tokens per second", ("tokens_per_second",)),
 )
+ONLINE_PANELS: tuple[Panel, ...] = (
+    ("Mean reward of the step's dialogues", ("reward",)),
+    ("Held-out accuracy after turn k", ("heldout_turn_",)),
+    ("Rollouts: accuracy after turn k", ("rollout_turn_",)),
+    ("Groups whose rewards are all equal", ("zero_variance_groups",)),
+    ("Student tokens per dialogue", ("student_tokens",)),
+    ("Question rate", ("question_rate",)),
+    ("Seconds per step: rollout, update", ("rollout_seconds", "update_seconds")),
+    ("Loss", ("loss",)),
+)
+LABELS = {"rollout_seconds": "rollout", "update_seconds": "update"}
 
 
-def training_curves_figure(points: Mapping[str, Sequence[tuple[int, float]]]) -> dict[str, Any]:
-    """One panel per curve, by optimizer step; ``points[name]`` is [(step, value)]."""
-    figure = make_subplots(rows=2, cols=2, subplot_titles=[title for _, title in PANELS])
-    for index, (name, title) in enumerate(PANELS):
-        steps = points.get(name, ())
-        figure.add_trace(
-            go.Scatter(
-                x=[step for step, _ in steps],
-                y=[value for _, value in steps],
-                mode="lines",
-                name=title,
-                line={"color": COLOURS[index]},
-                hovertemplate=f"step %{{x}}: %{{y:.4g}}<extra>{title}</extra>",
-            ),
-            row=index // 2 + 1,
-            col=index % 2 + 1,
-        )
+def training_curves_figure(
+    points: Mapping[str, Sequence[tuple[int, float]]], panels: Sequence[Panel] = PANELS
+) -> dict[str, Any]:
+    """One panel per entry of ``panels``, two a row, by optimizer step; ``points[name]`` is
+    [(step, value)]."""
+    rows = (len(panels) + 1) // 2
+    figure = make_subplots(rows=rows, cols=2, subplot_titles=[title for title, _ in panels])
+    for index, (title, names) in enumerate(panels):
+        curves = _curve_names(points, names)
+        for colour, name in enumerate(curves):
+            steps = points.get(name, ())
+            label = title if len(names) == 1 and names[0] == name else _label(name)
+            figure.add_trace(
+                go.Scatter(
+                    x=[step for step, _ in steps],
+                    y=[value for _, value in steps],
+                    mode="lines+markers" if name.startswith("heldout_") else "lines",
+                    name=label,
+                    line={"color": COLOURS[(index + colour) % len(COLOURS)]},
+                    hovertemplate=f"step %{{x}}: %{{y:.4g}}<extra>{label}</extra>",
+                ),
+                row=index // 2 + 1,
+                col=index % 2 + 1,
+            )
     if not any(points.values()):
         figure.add_annotation(
             text="no training steps logged yet", x=0.5, y=0.5, xref="paper", yref="paper",
             showarrow=False, font={"size": 14, "color": "#667085"},
         )  # fmt: skip
     figure.update_layout(
-        showlegend=False, height=460, margin={"l": 50, "r": 20, "t": 40, "b": 40},
+        showlegend=False, height=230 * rows, margin={"l": 50, "r": 20, "t": 40, "b": 40},
         template="plotly_white",
     )  # fmt: skip
-    figure.update_xaxes(title_text="step", row=2)
+    figure.update_xaxes(title_text="step", row=rows)
     result: dict[str, Any] = json.loads(figure.to_json())
     return result
+
+
+def _curve_names(points: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """``names``, with each prefix ("..._") replaced by the curves it names, by turn."""
+    found: list[str] = []
+    for name in names:
+        if name.endswith("_"):
+            matching = [n for n in points if n.startswith(name) and n[len(name) :].isdigit()]
+            found += sorted(matching, key=lambda n: int(n[len(name) :]))
+        else:
+            found.append(name)
+    return found
+
+
+def _label(name: str) -> str:
+    for prefix in ("heldout_turn_", "rollout_turn_"):
+        if name.startswith(prefix):
+            return f"after turn {name[len(prefix) :]}"
+    return LABELS.get(name, name)

@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
+from models_gpu.spec.online import ONLINE_SETTINGS, OnlineConfig, online_config_problems
 from models_gpu.spec.run import MAX_SAMPLES_PER_TASK
 from models_gpu.spec.training import (
     METHODS,
@@ -16,7 +17,12 @@ from models_gpu.spec.training import (
     TrainingConfig,
     training_config_problems,
 )
-from models_gpu.spec.training_run import NOTHING_TO_TRAIN, TRAINABLE_BACKENDS, WRITER_BACKENDS
+from models_gpu.spec.training_run import (
+    NOTHING_TO_TRAIN,
+    ONLINE_MODES,
+    TRAINABLE_BACKENDS,
+    WRITER_BACKENDS,
+)
 from webapp.accounts.models import User
 from webapp.core.settings_fields import setting_field
 from webapp.dialogues.forms import DialogueFilterForm
@@ -32,15 +38,13 @@ from webapp.training.selectors import (
 
 # The form's own fields (the rest are the training settings, by their spec names).
 EVALUATION_FIELDS = ("eval_task_set", "eval_protocol", "eval_teacher", "eval_samples")
+ONLINE_LEARNING_RATE = 1e-4
 
 
-class TrainingForm(forms.Form):
+class _LaunchForm(forms.Form):
+    """What every training launch names: the base model and the held-out evaluation."""
+
     name = forms.CharField(max_length=200, required=False, help_text="Defaults to a summary.")
-    selection = forms.CharField(
-        required=False,
-        widget=forms.HiddenInput,
-        help_text="The transcript list's filter that selects the training dialogues.",
-    )
     base_model = forms.ModelChoiceField(
         queryset=model_choices().filter(backend__in=TRAINABLE_BACKENDS),
         help_text="A local checkpoint (transformers or vLLM backend) to start from.",
@@ -59,6 +63,14 @@ class TrainingForm(forms.Form):
     )
     eval_samples = forms.IntegerField(
         min_value=1, max_value=MAX_SAMPLES_PER_TASK, initial=1, label="Samples per task"
+    )
+
+
+class TrainingForm(_LaunchForm):
+    selection = forms.CharField(
+        required=False,
+        widget=forms.HiddenInput,
+        help_text="The transcript list's filter that selects the training dialogues.",
     )
     question_writer = forms.ModelChoiceField(
         queryset=model_choices().filter(backend__in=WRITER_BACKENDS),
@@ -131,3 +143,95 @@ class TrainingForm(forms.Form):
         template = [f.name for f, _, _ in fields].index("qpriming_question_template")
         fields.insert(template + 1, (self["question_writer"], "method", "qpriming"))
         return fields
+
+
+# The fine-tuning settings online training uses (how dialogues become examples, the batch and
+# the methods' own settings are online training's own: ``spec.online``).
+ONLINE_TRAINING_SETTINGS = tuple(
+    setting
+    for setting in TRAINING_SETTINGS
+    if setting.name
+    not in {
+        "method",
+        "batch_size",
+        "gradient_accumulation_steps",
+        "critique_instruction",
+        "qpriming_decay",
+        "qpriming_question_template",
+    }
+)
+ONLINE_FIELDS = ("task_set", "protocol", "teacher", "single_turn_baseline")
+
+
+class OnlineTrainingForm(_LaunchForm):
+    """Online SML: the base model plays the training tasks' dialogues and learns from them."""
+
+    task_set = forms.ModelChoiceField(
+        queryset=TaskSet.objects.all(),
+        label="Training task set",
+        help_text="The tasks the student plays while it trains (one epoch: each task once per "
+        "group, in a seeded order).",
+    )
+    protocol = forms.ModelChoiceField(
+        queryset=protocol_choices().filter(mode__in=ONLINE_MODES),
+        help_text="How the training dialogues are played (didactic or sharded); the horizon "
+        "below cuts its max turns.",
+    )
+    teacher = forms.ModelChoiceField(
+        queryset=model_choices(),
+        required=False,
+        help_text="Who gives the feedback while the student trains (didactic): a scripted "
+        "teacher, the base model itself (frozen), or another model.",
+    )
+    single_turn_baseline = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Also launch the single-turn RL baseline",
+        help_text="A sibling run with one turn and group size times horizon dialogues per task: "
+        "the same generation budget, the comparison the papers make.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for setting in ONLINE_SETTINGS + ONLINE_TRAINING_SETTINGS:
+            self.fields[setting.name] = setting_field(setting)
+        # Online defaults that differ from fine-tuning's: a curve point every step, and a
+        # learning rate that moves a policy by reward within a few hundred steps.
+        self.fields["logging_steps"].initial = 1
+        self.fields["learning_rate"].initial = ONLINE_LEARNING_RATE
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        protocol, teacher = cleaned.get("protocol"), cleaned.get("teacher")
+        if protocol is not None and protocol.mode == "didactic" and teacher is None:
+            self.add_error("teacher", "The didactic protocol needs a teacher.")
+        online = {s.name: cleaned[s.name] for s in ONLINE_SETTINGS if s.name in cleaned}
+        training = {s.name: cleaned[s.name] for s in ONLINE_TRAINING_SETTINGS if s.name in cleaned}
+        for problem in online_config_problems(online) + training_config_problems(training):
+            if problem.field in cleaned:
+                self.add_error(problem.field, problem.message)
+        return cleaned
+
+    def online_config(self) -> OnlineConfig:
+        return OnlineConfig(**{s.name: self.cleaned_data[s.name] for s in ONLINE_SETTINGS})
+
+    def training_config(self) -> TrainingConfig:
+        return TrainingConfig(
+            **{s.name: self.cleaned_data[s.name] for s in ONLINE_TRAINING_SETTINGS}
+        )
+
+    def run_name(self) -> str:
+        data = self.cleaned_data
+        return data["name"] or (
+            f"online SML of {data['base_model'].name} on {data['task_set'].name} "
+            f"(g={data['group_size']}, T={data['horizon']})"
+        )
+
+    def launch_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in ("name", "base_model", *ONLINE_FIELDS, *EVALUATION_FIELDS)]
+
+    def settings_fields(self) -> list[tuple[forms.BoundField, str, str]]:
+        return [
+            (self[setting.name], *SETTING_APPLIES.get(setting.name, ("", "")))
+            for setting in ONLINE_SETTINGS + ONLINE_TRAINING_SETTINGS
+        ]

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.http import QueryDict
 
+from models_gpu.spec.online import OnlineConfig
 from models_gpu.spec.run import RunConfig, RunConfigError
 from models_gpu.spec.training import TrainingConfig, TrainingDialogue
 from models_gpu.spec.training_run import (
@@ -112,6 +113,31 @@ def training_run_config(
     return config
 
 
+def online_training_run_config(
+    *,
+    base: ModelSpec,
+    rollouts: RunConfig,
+    training: TrainingConfig,
+    online: OnlineConfig,
+    evaluation: RunConfig,
+) -> TrainingRunConfig:
+    """The frozen configuration of an online SML run: ``rollouts`` says which tasks the base
+    model plays while it trains, under which protocol, with which teacher; ``RunConfigError``
+    listing every problem when it could not run."""
+    config = TrainingRunConfig(
+        base=runs.role_spec(base),  # type: ignore[arg-type]  # a base is never None
+        dataset=None,
+        training=training,
+        evaluation=evaluation,
+        online=online,
+        rollouts=rollouts,
+    )
+    problems = training_run_problems(config)
+    if problems:
+        raise RunConfigError(problems)
+    return config
+
+
 @transaction.atomic
 def training_run_create(*, name: str, config: TrainingRunConfig, created_by: User | None) -> Run:
     """Create a queued training run and dispatch it (on the gpu queue) after commit."""
@@ -190,18 +216,31 @@ def trained_model_register(*, run_id: int, location: str) -> ModelSpec:
         return existing
     base = run.student
     config = TrainingRunConfig.from_json(run.config)
+    method, trained_on = _what_trained(config)
     return ModelSpec.objects.create(
-        name=f"{base.name} + {config.training.method} (run {run.pk})",
-        description=(
-            f"Trained by run {run.pk} ({run.name}) from {base.name} on dataset "
-            f"{config.dataset.name!r} ({config.dataset.dialogues} dialogues, sha256 "
-            f"{config.dataset.sha256[:12]}), method {config.training.method}."
-        ),
+        name=f"{base.name} + {method} (run {run.pk})",
+        description=f"Trained by run {run.pk} ({run.name}) from {base.name} {trained_on}.",
         backend=base.backend,
         location=location,
         generation_params=base.generation_params,
         base_model=base,
         trained_by_run=run,
+    )
+
+
+def _what_trained(config: TrainingRunConfig) -> tuple[str, str]:
+    """The method's short name, and what it trained on, in words."""
+    online, rollouts, dataset = config.online, config.rollouts, config.dataset
+    if online is not None and rollouts is not None:
+        method = "online SML" if online.horizon > 1 else "single-turn RL"
+        return method, (
+            f"by {method} on the tasks of {rollouts.task_set.name!r} v{rollouts.task_set.version} "
+            f"({rollouts.protocol.mode}, horizon {online.horizon}, group {online.group_size})"
+        )
+    assert dataset is not None, "an offline run trains on a dataset"
+    return config.training.method, (
+        f"on dataset {dataset.name!r} ({dataset.dialogues} dialogues, sha256 "
+        f"{dataset.sha256[:12]}), method {config.training.method}"
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 from django.db import transaction
@@ -13,7 +14,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from models_gpu.spec.run import RunConfigError
+from models_gpu.spec.online import single_turn_baseline
+from models_gpu.spec.run import RunConfig, RunConfigError
 from models_gpu.spec.training_run import TrainingRunConfig
 from webapp.accounts.models import User
 from webapp.core.permissions import researcher_required
@@ -24,8 +26,8 @@ from webapp.runs.metrics import difference_interval
 from webapp.runs.models import MetricPoint, Run
 from webapp.runs.services import evaluation_config
 from webapp.training import services
-from webapp.training.charts import training_curves_figure
-from webapp.training.forms import EVALUATION_FIELDS, TrainingForm
+from webapp.training.charts import ONLINE_PANELS, PANELS, training_curves_figure
+from webapp.training.forms import EVALUATION_FIELDS, OnlineTrainingForm, TrainingForm
 from webapp.training.models import TrainingPreview
 
 
@@ -91,34 +93,77 @@ def _launch(form: TrainingForm, reader: User) -> Run:
         filter_query=form.selection_query,
         reader=reader,
     )
-    try:
-        evaluation = evaluation_config(
-            task_set=data["eval_task_set"],
-            protocol=data["eval_protocol"],
-            student=data["base_model"],
-            teacher=data["eval_teacher"],
-            samples_per_task=data["eval_samples"],
-        )
-    except RunConfigError as error:  # name the form's fields for the evaluation's problems
-        fields = {
-            "task_set": "eval_task_set",
-            "protocol": "eval_protocol",
-            "teacher": "eval_teacher",
-        }
-        raise RunConfigError(
-            [
-                problem._replace(field=fields.get(problem.field, problem.field))
-                for problem in error.problems
-            ]
-        ) from None
     config = services.training_run_config(
         base=data["base_model"],
         snapshot=snapshot,
         training=form.training_config(),
-        evaluation=evaluation,
+        evaluation=_evaluation(data),
         question_writer=data["question_writer"],
     )
     return services.training_run_create(name=form.run_name(), config=config, created_by=reader)
+
+
+def _evaluation(data: dict[str, Any]) -> RunConfig:
+    """The held-out evaluation the form describes (its problems named by the form's fields)."""
+    return _run_config(
+        data,
+        task_set="eval_task_set",
+        protocol="eval_protocol",
+        teacher="eval_teacher",
+        samples_per_task="eval_samples",
+    )
+
+
+def _run_config(data: dict[str, Any], **fields: str) -> RunConfig:
+    """``evaluation_config`` of the base model with the form's ``fields`` (argument name: form
+    field); ``RunConfigError`` whose problems name those form fields."""
+    try:
+        return evaluation_config(
+            student=data["base_model"], **{name: data[field] for name, field in fields.items()}
+        )
+    except RunConfigError as error:
+        raise RunConfigError(
+            [p._replace(field=fields.get(p.field, p.field)) for p in error.problems]
+        ) from None
+
+
+@researcher_required
+def training_online_create(request: HttpRequest) -> HttpResponse:
+    """The online SML launch form; with the single-turn baseline, two sibling runs."""
+    reader: User = request.user  # type: ignore[assignment]
+    form = OnlineTrainingForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = _launch_online(form, reader)
+        except RunConfigError as error:
+            for problem in error.problems:
+                field = problem.field if problem.field in form.fields else None
+                form.add_error(field, problem.message)
+        else:
+            return redirect("training_run_detail", pk=run.pk)
+    return render(request, "training/online_form.html", {"form": form})
+
+
+@transaction.atomic
+def _launch_online(form: OnlineTrainingForm, reader: User) -> Run:
+    """Queue the online run (and its single-turn sibling); nothing is kept when a check fails."""
+    data = form.cleaned_data
+    online = form.online_config()
+    rollouts = _run_config(data, task_set="task_set", protocol="protocol", teacher="teacher")
+    config = services.online_training_run_config(
+        base=data["base_model"],
+        rollouts=rollouts,
+        training=form.training_config(),
+        online=online,
+        evaluation=_evaluation(data),
+    )
+    run = services.training_run_create(name=form.run_name(), config=config, created_by=reader)
+    if data["single_turn_baseline"] and online.horizon > 1:
+        sibling = replace(config, online=single_turn_baseline(online))
+        services.training_run_create(
+            name=f"{run.name}: single-turn RL baseline", config=sibling, created_by=reader
+        )
+    return run
 
 
 def _eta_seconds(run: Run) -> float | None:
@@ -188,7 +233,10 @@ def _live_context(run: Run) -> dict[str, Any]:
         "config": config,
         "eta_seconds": _eta_seconds(run),
         "latest": latest,
-        "training_figure": training_curves_figure(points),
+        "training_figure": training_curves_figure(
+            points, ONLINE_PANELS if config.is_online else PANELS
+        ),
+        "stored_rollouts": run.dialogues.count() if config.is_online else 0,
         **_evaluations(run, config),
     }
 

@@ -1,0 +1,253 @@
+"""The miniature reproduction of online SML (``manage.py sml_miniature``): the house model,
+trained by multi-turn GRPO to learn from a teacher's feedback, against the base model and two
+baselines on the same generation budget, on held-out tasks, per seed.
+
+The task family is guess-the-number (``generators.families.guess_number``) over a range of
+``RANGE_SIZE`` whole numbers whose lower end varies, with the scripted feedback teacher saying
+"too high" or "too low". Chosen because it separates the two things training can improve: the
+first guess is right one time in ``RANGE_SIZE`` whatever the student knows, so accuracy after
+turn 1 is capped near that, and everything gained after turn 1 comes from using the feedback. A
+model that learned from feedback shows a gain that grows with k; a model that only answers
+better the first time cannot (arithmetic, the house model's home ground, mixes both).
+
+Held out: tasks whose range starts at a ``lower`` with ``lower % HELD_OUT_EVERY == 0`` are never
+trained on, so the evaluation is on ranges the policy never played.
+
+Conditions (each from the same base checkpoint, the same seed):
+    base        the house model as it is.
+    online      online SML: GRPO, ``group_size`` dialogues per task, ``horizon`` turns,
+                conversation reward gamma^(t-1).
+    single_turn single-turn RL on the same generation budget: one turn, ``group_size *
+                horizon`` dialogues per task (``spec.online.single_turn_baseline``).
+    sft         offline SML on the same budget: the base model plays ``group_size`` dialogues
+                of every training task the online run saw, and SFT trains on the solved ones.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from models_gpu.backends import load_generator
+from models_gpu.generators.families import guess_number
+from models_gpu.spec.online import OnlineConfig, single_turn_baseline
+from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.results import TurnRow
+from models_gpu.spec.run import RoleSpec
+from models_gpu.spec.templates import DEFAULT_TEMPLATES, render_for_dialogue
+from models_gpu.spec.training import TrainingConfig, TrainingDialogue
+from models_gpu.types import DialogueJob, Generator, TaskSpec
+
+RANGE_SIZE = 8
+LOWEST, HIGHEST_LOWER = 1, 12
+HELD_OUT_EVERY = 5
+CONDITIONS = ("base", "online", "single_turn", "sft")
+MINIATURE_ONLINE = OnlineConfig(
+    group_size=8, tasks_per_step=4, horizon=4, gamma=0.7, temperature=1.0, max_new_tokens=12,
+    store_share=0.0, eval_every=0,
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MiniatureSettings:
+    """What one seed runs (the defaults are what ``sml_miniature`` reports)."""
+
+    steps: int = 120
+    heldout_tasks: int = 100
+    heldout_samples: int = 4
+    eval_turns: int = 6
+    learning_rate: float = 3e-4
+    sft_learning_rate: float = 1e-4
+    online: OnlineConfig = field(default_factory=lambda: MINIATURE_ONLINE)
+    eval_params: tuple[tuple[str, Any], ...] = (("temperature", 0.7), ("max_new_tokens", 12))
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    """One condition of one seed: dialogues solved by turn k (k = 1..eval_turns) out of
+    ``dialogues``, and the wall time its training took (0 for the base)."""
+
+    condition: str
+    solved_by_turn: tuple[int, ...]
+    dialogues: int
+    train_seconds: float
+
+
+def task(lower: int, hidden: int, task_id: int) -> TaskSpec:
+    knobs = {"low": lower, "high": lower + RANGE_SIZE - 1}
+    generated = guess_number(_Fixed(hidden), knobs)
+    return TaskSpec(
+        task_id=task_id,
+        prompt=generated["prompt"],
+        reference=generated["reference"],
+        verifier_kind=generated["verifier_kind"],
+        domain=generated["domain"],
+    )
+
+
+class _Fixed(random.Random):
+    """A random source whose ``randint`` returns the hidden number chosen by the caller."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__(0)
+        self.hidden = hidden
+
+    def randint(self, a: int, b: int) -> int:
+        return self.hidden
+
+
+def split_tasks(seed: int, heldout_count: int) -> tuple[list[TaskSpec], list[TaskSpec]]:
+    """Every training task (each lower end not held out, each hidden number), shuffled by
+    ``seed``, and ``heldout_count`` held-out tasks drawn by ``seed``."""
+    train: list[tuple[int, int]] = []
+    heldout: list[tuple[int, int]] = []
+    for lower in range(LOWEST, HIGHEST_LOWER + 1):
+        for hidden in range(lower, lower + RANGE_SIZE):
+            (heldout if lower % HELD_OUT_EVERY == 0 else train).append((lower, hidden))
+    rng = random.Random(f"miniature:{seed}")
+    rng.shuffle(train)
+    chosen = rng.sample(heldout, min(heldout_count, len(heldout)))
+    return (
+        [task(lower, hidden, i) for i, (lower, hidden) in enumerate(train)],
+        [task(lower, hidden, 100_000 + i) for i, (lower, hidden) in enumerate(chosen)],
+    )
+
+
+def run_seed(
+    house_model: Path,
+    work_dir: Path,
+    seed: int,
+    settings: MiniatureSettings = MiniatureSettings(),
+    *,
+    report: Callable[[str], None] = lambda line: None,
+    conditions: Sequence[str] = CONDITIONS,
+) -> list[ConditionResult]:
+    """Train and evaluate every condition for ``seed``; the results in ``CONDITIONS`` order."""
+    from models_gpu.training.online import play, train_online
+
+    train_tasks, heldout_tasks = split_tasks(seed, settings.heldout_tasks)
+    teacher = _teacher()
+    protocol = ProtocolSpec(mode="didactic", max_turns=settings.eval_turns)
+    heldout_jobs = [
+        DialogueJob(task=t, sample_index=i * settings.heldout_samples + s, seed=seed * 7919 + i)
+        for i, t in enumerate(heldout_tasks)
+        for s in range(settings.heldout_samples)
+    ]
+    training = TrainingConfig(
+        learning_rate=settings.learning_rate, max_steps=settings.steps, seed=seed, device="cpu",
+        precision="float32", gradient_checkpointing=False, logging_steps=10,
+        save_steps=settings.steps, keep_checkpoints=1, max_length=512, lr_scheduler="constant",
+    )  # fmt: skip
+    online = settings.online
+    used_tasks = train_tasks[: settings.steps * online.tasks_per_step]
+    results = []
+    for condition in conditions:
+        started = time.perf_counter()
+        if condition == "base":
+            model_dir = house_model
+        elif condition in ("online", "single_turn"):
+            config = online if condition == "online" else single_turn_baseline(online)
+            outcome = train_online(
+                training,
+                config,
+                base_model=house_model,
+                tasks=train_tasks,
+                protocol=replace(protocol, max_turns=config.horizon),
+                teacher=teacher,
+                output_dir=work_dir / f"{condition}-seed{seed}",
+            )
+            assert outcome.final_dir is not None
+            model_dir = Path(outcome.final_dir)
+        else:
+            model_dir = _sft(house_model, work_dir, seed, used_tasks, settings, training, teacher)
+        trained_seconds = time.perf_counter() - started if condition != "base" else 0.0
+        params = {**dict(settings.eval_params), "device": "cpu"}
+        student = load_generator(RoleSpec("transformers", str(model_dir), params))
+        played = play(student, heldout_jobs, protocol, teacher)
+        solved = tuple(
+            sum(r.first_correct_turn is not None and r.first_correct_turn <= k for r in played)
+            for k in range(1, settings.eval_turns + 1)
+        )
+        result = ConditionResult(condition, solved, len(played), round(trained_seconds, 1))
+        report(
+            f"seed {seed} {condition}: trained in {result.train_seconds:.0f} s; solved by turn "
+            + ", ".join(str(s) for s in solved)
+            + f" of {len(played)}"
+        )
+        results.append(result)
+    return results
+
+
+def _teacher() -> Generator:
+    return load_generator(RoleSpec("scripted", "feedback-teacher"))
+
+
+def _sft(
+    house_model: Path,
+    work_dir: Path,
+    seed: int,
+    tasks: Sequence[TaskSpec],
+    settings: MiniatureSettings,
+    training: TrainingConfig,
+    teacher: Generator,
+) -> Path:
+    """Offline SML on the online run's generation budget: the base model plays ``group_size``
+    dialogues of each task the online run trained on; SFT on the solved ones, one epoch."""
+    from models_gpu.training.online import play
+    from models_gpu.training.trainer import train
+
+    online = settings.online
+    params: dict[str, Any] = {
+        "temperature": online.temperature,
+        "max_new_tokens": online.max_new_tokens,
+        "device": "cpu",
+    }
+    student = load_generator(RoleSpec("transformers", str(house_model), params))
+    protocol = ProtocolSpec(mode="didactic", max_turns=online.horizon)
+    jobs = [
+        DialogueJob(task=t, sample_index=i * online.group_size + g, seed=seed * 104_729 + i)
+        for i, t in enumerate(tasks)
+        for g in range(online.group_size)
+    ]
+    solved = [r for r in play(student, jobs, protocol, teacher) if r.solved]
+    system = render_for_dialogue(
+        DEFAULT_TEMPLATES, "student_system", max_turns=online.horizon, shards_total=0
+    )
+    by_id = {t.task_id: t for t in tasks}
+    dialogues = [
+        TrainingDialogue(
+            dialogue_id=i,
+            student_system=system,
+            task_prompt=by_id[r.task_id].prompt,
+            sharded=False,
+            reference=by_id[r.task_id].reference,
+            turns=tuple(_turn_row(turn) for turn in r.turns),
+        )
+        for i, r in enumerate(solved)
+    ]
+    sft = replace(
+        training, method="sft", learning_rate=settings.sft_learning_rate, max_steps=0, epochs=1,
+        batch_size=8, save_steps=10_000,
+    )  # fmt: skip
+    outcome = train(
+        sft, base_model=house_model, examples=dialogues, output_dir=work_dir / f"sft-seed{seed}"
+    )
+    assert outcome.final_dir is not None
+    return Path(outcome.final_dir)
+
+
+def _turn_row(turn: Any) -> TurnRow:
+    verdict = turn.verdict
+    return TurnRow(
+        index=turn.index,
+        round=turn.round,
+        role=turn.role,
+        kind=turn.kind,
+        text=turn.text,
+        private_context=dict(turn.private_context),
+        is_correct=verdict.correct if verdict else None,
+    )
