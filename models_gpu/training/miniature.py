@@ -60,7 +60,7 @@ class MiniatureSettings:
     heldout_tasks: int = 100
     heldout_samples: int = 4
     eval_turns: int = 6
-    learning_rate: float = 3e-4
+    learning_rate: float = 1.5e-4
     sft_learning_rate: float = 1e-4
     online: OnlineConfig = field(default_factory=lambda: MINIATURE_ONLINE)
     eval_params: tuple[tuple[str, Any], ...] = (("temperature", 0.7), ("max_new_tokens", 12))
