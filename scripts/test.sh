@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run Dialab's whole test suite: architecture contracts, lint, types, then pytest
 # twice: against PostgreSQL + Redis over real connections, and on the embedded defaults
-# (SQLite + file-based broker). Both runs start a real Celery worker and headless Chromium.
+# (SQLite + file-based broker). Both runs start a real Celery worker and headless Chromium; the
+# training tests run in the first only (see below).
 #
 # --fast: the contracts, lint and types, then every test except those that start a worker process
 # or a browser (marked e2e: tests/e2e, tests/drills), once, on the embedded defaults: no
@@ -64,10 +65,17 @@ env DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/dialab
     DIALAB_TEST_REQUIRE=postgres,redis,chromium \
     $py -m pytest "$@"
 
-# The pure model code (tests/models_gpu) does not touch a database or broker: it ran above.
+# The pure model code (tests/models_gpu) does not touch a database or broker: it ran above. So
+# did training's own tests, minutes of model code on the CPU whose storage (runs, metric points,
+# dialogues) the other tests exercise on SQLite too: they run once, on PostgreSQL.
 echo "==> pytest on the embedded defaults (SQLite + file-based broker)"
 embedded=("$@")
-[ $# -gt 0 ] || embedded=(tests/webapp tests/workers tests/e2e)
+[ $# -gt 0 ] || embedded=(
+  tests/webapp tests/workers tests/e2e
+  --ignore=tests/workers/test_training.py --ignore=tests/workers/test_online_training.py
+  --ignore=tests/e2e/test_training_browser.py --ignore=tests/e2e/test_training_resume.py
+  --ignore=tests/e2e/test_online_training_browser.py
+)
 env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL \
     DIALAB_DATA_DIR="$artifacts/data-embedded" \
     DIALAB_SCREENSHOTS="$artifacts/screenshots-embedded" \

@@ -40,10 +40,11 @@ from models_gpu.spec.results import TurnRow
 from models_gpu.spec.run import RoleSpec
 from models_gpu.spec.templates import DEFAULT_TEMPLATES, render_for_dialogue
 from models_gpu.spec.training import TrainingConfig, TrainingDialogue
+from models_gpu.training.online import rollout_seed
 from models_gpu.types import DialogueJob, Generator, TaskSpec
 
 RANGE_SIZE = 8
-LOWEST, HIGHEST_LOWER = 1, 12
+LOWEST, HIGHEST_LOWER = 1, 20
 HELD_OUT_EVERY = 5
 CONDITIONS = ("base", "online", "single_turn", "sft")
 MINIATURE_ONLINE = OnlineConfig(
@@ -57,8 +58,8 @@ class MiniatureSettings:
     """What one seed runs (the defaults are what ``sml_miniature`` reports)."""
 
     steps: int = 120
-    heldout_tasks: int = 100
-    heldout_samples: int = 4
+    heldout_tasks: int = 32
+    heldout_samples: int = 8
     eval_turns: int = 6
     learning_rate: float = 1.5e-4
     sft_learning_rate: float = 1e-4
@@ -132,11 +133,7 @@ def run_seed(
     train_tasks, heldout_tasks = split_tasks(seed, settings.heldout_tasks)
     teacher = _teacher()
     protocol = ProtocolSpec(mode="didactic", max_turns=settings.eval_turns)
-    heldout_jobs = [
-        DialogueJob(task=t, sample_index=i * settings.heldout_samples + s, seed=seed * 7919 + i)
-        for i, t in enumerate(heldout_tasks)
-        for s in range(settings.heldout_samples)
-    ]
+    heldout_jobs = _jobs(heldout_tasks, settings.heldout_samples, f"{seed}:held-out")
     training = TrainingConfig(
         learning_rate=settings.learning_rate, max_steps=settings.steps, seed=seed, device="cpu",
         precision="float32", gradient_checkpointing=False, logging_steps=10,
@@ -182,6 +179,14 @@ def run_seed(
     return results
 
 
+def _jobs(tasks: Sequence[TaskSpec], samples: int, stream: str) -> list[DialogueJob]:
+    """``samples`` dialogues of each task, each with a seed of its own from ``stream``."""
+    return [
+        DialogueJob(task=t, sample_index=position, seed=rollout_seed(0, stream, position))
+        for position, t in enumerate(t for t in tasks for _ in range(samples))
+    ]
+
+
 def _teacher() -> Generator:
     return load_generator(RoleSpec("scripted", "feedback-teacher"))
 
@@ -208,11 +213,7 @@ def _sft(
     }
     student = load_generator(RoleSpec("transformers", str(house_model), params))
     protocol = ProtocolSpec(mode="didactic", max_turns=online.horizon)
-    jobs = [
-        DialogueJob(task=t, sample_index=i * online.group_size + g, seed=seed * 104_729 + i)
-        for i, t in enumerate(tasks)
-        for g in range(online.group_size)
-    ]
+    jobs = _jobs(tasks, online.group_size, f"{seed}:sft")
     solved = [r for r in play(student, jobs, protocol, teacher) if r.solved]
     system = render_for_dialogue(
         DEFAULT_TEMPLATES, "student_system", max_turns=online.horizon, shards_total=0

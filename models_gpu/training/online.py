@@ -20,8 +20,9 @@ rate, grad norm (and KL when beta > 0), and the rollouts' mean reward, solved ra
 after turn k (k = 1..horizon) over the step's dialogues, the share of groups whose rewards are
 all equal (they teach nothing: zero advantage), student tokens per dialogue, question rate, and
 the time spent playing (``rollout_seconds``: generation, verification, rewards and the token
-layout) and updating (``update_seconds``: TRL's forward, backward and optimizer step). Held-out evaluations (every ``eval_every`` steps, before the first step
-and at the end) report ``{"kind": "heldout", "step", "accuracy_after_turn", "dialogues"}``.
+layout) and updating (``update_seconds``: TRL's forward, backward and optimizer step). Held-out
+evaluations (every ``eval_every`` steps, before the first step and at the end) report
+``{"kind": "heldout", "step", "accuracy_after_turn", "dialogues"}``.
 ``on_rollouts(step, results)`` receives the stored share of every step's dialogues.
 
 Output directory, resume, cancel, device and precision: as ``trainer.train`` (its module
@@ -83,7 +84,7 @@ class OnlineResult:
     wall_seconds: float
 
 
-def rollout_seed(seed: int, step: int, position: int) -> int:
+def rollout_seed(seed: int, step: int | str, position: int) -> int:
     """The seed of dialogue ``position`` of step ``step`` (stable across processes)."""
     digest = hashlib.blake2b(f"{seed}:rollout:{step}:{position}".encode(), digest_size=4)
     return int.from_bytes(digest.digest(), "big") >> 1

@@ -168,3 +168,38 @@ def test_grpo_trains_on_the_engine_rollouts(tiny_model_dir: Path, tmp_path: Path
         output_dir=tmp_path / "run",
     )
     assert again.final_dir == result.final_dir and again.heldout_history == result.heldout_history
+
+
+def test_a_stopped_online_run_resumes_to_the_weights_of_an_uninterrupted_one(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    from models_gpu.training.online import train_online
+
+    training = TrainingConfig(
+        learning_rate=1e-3, max_steps=3, seed=5, device="cpu", precision="float32",
+        gradient_checkpointing=False, logging_steps=1, save_steps=1, max_length=256,
+    )  # fmt: skip
+    online = OnlineConfig(group_size=2, tasks_per_step=2, horizon=2, max_new_tokens=6)
+    teacher = load_generator(RoleSpec("scripted", "feedback-teacher"))
+
+    def train(out: Path, should_stop: Any = None) -> Any:
+        return train_online(
+            training, online, base_model=tiny_model_dir, tasks=_tasks(4), protocol=DIDACTIC,
+            teacher=teacher, output_dir=out, should_stop=should_stop,
+        )  # fmt: skip
+
+    whole = train(tmp_path / "whole")
+    steps: list[int] = []
+    stopped = train(tmp_path / "cut", should_stop=lambda: steps.append(1) or len(steps) >= 2)
+    assert stopped.stopped and stopped.global_step == 2 and stopped.final_dir is None
+    resumed = train(tmp_path / "cut")
+    assert resumed.resumed_from and resumed.resumed_from.endswith("checkpoint-2")
+    assert [step for step, _ in whole.reward_history] == [1, 2, 3]
+    assert resumed.reward_history[-1] == whole.reward_history[-1], "step 3 played the same"
+    assert resumed.final_dir and whole.final_dir
+    weights = load_file(str(Path(whole.final_dir) / "model.safetensors"))
+    again = load_file(str(Path(resumed.final_dir) / "model.safetensors"))
+    assert all(torch.equal(weights[name], again[name]) for name in weights)
