@@ -34,9 +34,9 @@ from typing import Any
 
 from models_gpu.backends import load_generator
 from models_gpu.generators.families import guess_number
+from models_gpu.results import turn_row
 from models_gpu.spec.online import OnlineConfig, single_turn_baseline
 from models_gpu.spec.protocol import ProtocolSpec
-from models_gpu.spec.results import TurnRow
 from models_gpu.spec.run import RoleSpec
 from models_gpu.spec.templates import DEFAULT_TEMPLATES, render_for_dialogue
 from models_gpu.spec.training import TrainingConfig, TrainingDialogue
@@ -226,7 +226,7 @@ def _sft(
             task_prompt=by_id[r.task_id].prompt,
             sharded=False,
             reference=by_id[r.task_id].reference,
-            turns=tuple(_turn_row(turn) for turn in r.turns),
+            turns=tuple(turn_row(turn) for turn in r.turns),
         )
         for i, r in enumerate(solved)
     ]
@@ -239,16 +239,3 @@ def _sft(
     )
     assert outcome.final_dir is not None
     return Path(outcome.final_dir)
-
-
-def _turn_row(turn: Any) -> TurnRow:
-    verdict = turn.verdict
-    return TurnRow(
-        index=turn.index,
-        round=turn.round,
-        role=turn.role,
-        kind=turn.kind,
-        text=turn.text,
-        private_context=dict(turn.private_context),
-        is_correct=verdict.correct if verdict else None,
-    )

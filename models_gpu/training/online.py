@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from models_gpu.conversation import student_view
-from models_gpu.devices import resolve_device, training_threads
+from models_gpu.devices import resolve_device
 from models_gpu.engine import run_dialogues
 from models_gpu.spec.online import OnlineConfig, dialogue_reward
 from models_gpu.spec.protocol import ProtocolSpec
@@ -58,7 +58,9 @@ from models_gpu.training.trainer import (
     common_arguments,
     finished_summary,
     last_checkpoint,
+    logged,
     lora_config,
+    run_trainer,
     save_final,
     stop_callback,
     use_bf16,
@@ -353,23 +355,11 @@ def train_online(
     )
     progress.trainer = trainer
     trainer.remove_callback(PrinterCallback)
-    threads = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(training_threads())
-    try:
-        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-    finally:
-        torch.set_num_threads(threads)
-
-    state = trainer.state
+    state = run_trainer(trainer, device, resume)
     stopped = bool(stopper.stopped) and state.global_step < state.max_steps
     if not stopped:
         evaluation.run(trainer, state.global_step)
-    rewards = tuple(
-        (int(entry["step"]), float(entry["reward"]))
-        for entry in state.log_history
-        if "reward" in entry and "step" in entry
-    )
+    rewards = logged(state, "reward")
     result = OnlineResult(
         final_dir=None,
         stopped=stopped,

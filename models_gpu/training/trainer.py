@@ -192,21 +192,9 @@ def train(
         callbacks=[progress, stopper],
     )
     trainer.remove_callback(PrinterCallback)  # on_log reports; nothing is printed
-    threads = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(training_threads())
-    try:
-        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-    finally:
-        torch.set_num_threads(threads)
-
-    state = trainer.state
+    state = run_trainer(trainer, device, resume)
     stopped = bool(stopper.stopped) and state.global_step < state.max_steps
-    losses = tuple(
-        (int(entry["step"]), float(entry["loss"]))
-        for entry in state.log_history
-        if "loss" in entry and "step" in entry
-    )
+    losses = logged(state, "loss")
     result = TrainResult(
         final_dir=None,
         stopped=stopped,
@@ -239,6 +227,30 @@ def train(
         processes.wait_for_everyone()
         result = _with(result, final_dir=str(final))
     return _with(result, wall_seconds=round(time.perf_counter() - started, 3))
+
+
+def run_trainer(trainer: Any, device: torch.device, resume: Path | None) -> Any:
+    """``trainer.train()`` (from ``resume`` when given), on a CPU with training's thread count;
+    the trainer's state when it ends."""
+    import torch
+
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(training_threads())
+    try:
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    finally:
+        torch.set_num_threads(threads)
+    return trainer.state
+
+
+def logged(state: Any, name: str) -> tuple[tuple[int, float], ...]:
+    """(step, value) of every log entry of the trainer's ``state`` that has ``name``."""
+    return tuple(
+        (int(entry["step"]), float(entry[name]))
+        for entry in state.log_history
+        if name in entry and "step" in entry
+    )
 
 
 def _with(result: TrainResult, **changes: Any) -> TrainResult:

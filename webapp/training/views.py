@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -39,16 +40,27 @@ def training_create(request: HttpRequest) -> HttpResponse:
     selection.pop("page", None)  # the list's page is not part of the selection
     initial = {"selection": selection.urlencode()}
     form = TrainingForm(request.POST or None, initial=initial, reader=reader)
+    return _launch_page(request, form, _launch, "training/training_form.html")
+
+
+def _launch_page(
+    request: HttpRequest,
+    form: Any,
+    launch: Callable[[Any, User], Run],
+    template: str,
+) -> HttpResponse:
+    """A launch form's page: on a valid POST, ``launch`` it and go to the run, or show the
+    configuration's problems on the fields they are about."""
     if request.method == "POST" and form.is_valid():
         try:
-            run = _launch(form, reader)
+            run = launch(form, request.user)
         except RunConfigError as error:
             for problem in error.problems:
                 field = problem.field if problem.field in form.fields else None
                 form.add_error(field, problem.message)
         else:
             return redirect("training_run_detail", pk=run.pk)
-    return render(request, "training/training_form.html", {"form": form})
+    return render(request, template, {"form": form})
 
 
 @researcher_required
@@ -130,18 +142,8 @@ def _run_config(data: dict[str, Any], **fields: str) -> RunConfig:
 @researcher_required
 def training_online_create(request: HttpRequest) -> HttpResponse:
     """The online SML launch form; with the single-turn baseline, two sibling runs."""
-    reader: User = request.user  # type: ignore[assignment]
     form = OnlineTrainingForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            run = _launch_online(form, reader)
-        except RunConfigError as error:
-            for problem in error.problems:
-                field = problem.field if problem.field in form.fields else None
-                form.add_error(field, problem.message)
-        else:
-            return redirect("training_run_detail", pk=run.pk)
-    return render(request, "training/online_form.html", {"form": form})
+    return _launch_page(request, form, _launch_online, "training/online_form.html")
 
 
 @transaction.atomic
