@@ -45,7 +45,8 @@ def training_curves_figure(
         curves = _curve_names(points, names)
         for colour, name in enumerate(curves):
             steps = points.get(name, ())
-            label = title if len(names) == 1 and names[0] == name else _label(name)
+            several = len(curves) > 1
+            label = _label(name) if several else title
             figure.add_trace(
                 go.Scatter(
                     x=[step for step, _ in steps],
@@ -54,6 +55,7 @@ def training_curves_figure(
                     name=label,
                     line={"color": COLOURS[(index + colour) % len(COLOURS)]},
                     hovertemplate=f"step %{{x}}: %{{y:.4g}}<extra>{label}</extra>",
+                    showlegend=several,  # a panel of several lines says which is which
                 ),
                 row=index // 2 + 1,
                 col=index % 2 + 1,
@@ -64,8 +66,8 @@ def training_curves_figure(
             showarrow=False, font={"size": 14, "color": "#667085"},
         )  # fmt: skip
     figure.update_layout(
-        showlegend=False, height=230 * rows, margin={"l": 50, "r": 20, "t": 40, "b": 40},
-        template="plotly_white",
+        height=230 * rows + 40, margin={"l": 50, "r": 20, "t": 40, "b": 40},
+        template="plotly_white", legend={"orientation": "h", "y": -0.08},
     )  # fmt: skip
     figure.update_xaxes(title_text="step", row=rows)
     result: dict[str, Any] = json.loads(figure.to_json())
@@ -85,7 +87,7 @@ def _curve_names(points: Mapping[str, Any], names: Sequence[str]) -> list[str]:
 
 
 def _label(name: str) -> str:
-    for prefix in ("heldout_turn_", "rollout_turn_"):
+    for prefix, what in (("heldout_turn_", "held-out"), ("rollout_turn_", "rollouts")):
         if name.startswith(prefix):
-            return f"after turn {name[len(prefix) :]}"
+            return f"{what}: after turn {name[len(prefix) :]}"
     return LABELS.get(name, name)
