@@ -15,14 +15,14 @@ upgrade changes it (trl is pinned in pyproject.toml).
 Seeds: dialogue i of step s samples with ``rollout_seed(seed, s, i)``, so a run resumed from a
 checkpoint plays the steps after it as an uninterrupted run would (given the same weights).
 
-Reports (``on_log``), one entry per step from the main process: the step, TRL's loss, learning
-rate, grad norm (and KL when beta > 0), and the rollouts' mean reward, solved rate, accuracy
-after turn k (k = 1..horizon) over the step's dialogues, the share of groups whose rewards are
-all equal (they teach nothing: zero advantage), student tokens per dialogue, question rate, and
-the time spent playing (``rollout_seconds``: generation, verification, rewards and the token
-layout) and updating (``update_seconds``: TRL's forward, backward and optimizer step). Held-out
-evaluations (every ``eval_every`` steps, before the first step and at the end) report
-``{"kind": "heldout", "step", "accuracy_after_turn", "dialogues"}``.
+Reports (``on_log``), one entry per logged step (``logging_steps``) from the main process: the
+step, TRL's loss, learning rate, grad norm (and KL when beta > 0), and of that step's dialogues
+the mean reward, solved rate, accuracy after turn k (k = 1..horizon), the share of groups whose
+rewards are all equal (they teach nothing: zero advantage), student tokens per dialogue,
+question rate, and the time spent playing (``rollout_seconds``: generation, verification,
+rewards and the token layout) and updating (``update_seconds``: TRL's forward, backward and
+optimizer step). Held-out evaluations (every ``eval_every`` steps, before the first step and at
+the end) report ``{"kind": "heldout", "step", "accuracy_after_turn", "dialogues"}``.
 ``on_rollouts(step, results)`` receives the stored share of every step's dialogues.
 
 Output directory, resume, cancel, device and precision: as ``trainer.train`` (its module
