@@ -61,6 +61,7 @@ def rollout_tokens(
     special = set(tokenizer.all_special_ids)
     completion: list[int] = []
     mask: list[int] = []
+    opened = prompt  # the rendering that opens the reply at hand
     for position, index in enumerate(replies):
         turn = view[index].turn
         assert turn is not None, "an assistant message shows a student turn"
@@ -70,8 +71,8 @@ def rollout_tokens(
                 f"turn {turn} has no sampled token ids: online training needs a student backend "
                 "that reports them (transformers or vllm)"
             )
-        opened = render_messages(tokenizer, messages[:index], what=what, open_reply=True)
         closed = render_messages(tokenizer, messages[: index + 1], what=what)
+        check_extends(tokenizer, opened, closed, index + 1, what)
         body = closed[len(opened) :]
         end = max((i + 1 for i, token in enumerate(body) if token in special), default=0)
         completion += sampled
@@ -86,6 +87,7 @@ def rollout_tokens(
             )
             check_extends(tokenizer, closed, following, following_count, what)
             context += body[end:] + following[len(closed) :]
+            opened = following
         completion += context
         mask += [0] * len(context)
     room = max(max_length - len(prompt), 0)
