@@ -140,7 +140,10 @@ def run_seed(
         save_steps=settings.steps, keep_checkpoints=1, max_length=512, lr_scheduler="constant",
     )  # fmt: skip
     online = settings.online
-    used_tasks = train_tasks[: settings.steps * online.tasks_per_step]
+    # The task draws the online run made (its epochs over the training tasks): the SFT baseline
+    # plays as many dialogues.
+    draws = settings.steps * online.tasks_per_step
+    used_tasks = [train_tasks[i % len(train_tasks)] for i in range(draws)]
     results = []
     for condition in conditions:
         started = time.perf_counter()
@@ -201,7 +204,7 @@ def _sft(
     teacher: Generator,
 ) -> Path:
     """Offline SML on the online run's generation budget: the base model plays ``group_size``
-    dialogues of each task the online run trained on; SFT on the solved ones, one epoch."""
+    dialogues of each task draw the online run made; SFT on the solved ones, one epoch."""
     from models_gpu.training.online import play
     from models_gpu.training.trainer import train
 
