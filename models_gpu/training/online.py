@@ -244,7 +244,8 @@ class Rollouts:
         )
 
     def stored_share(self, results: list[DialogueResult], step: int) -> list[DialogueResult]:
-        """``store_share`` of the step's dialogues, whole groups first, drawn per step."""
+        """``store_share`` of the step's dialogues (at least one when the share is not 0),
+        drawn at random, seeded by the run's seed and the step."""
         count = math.ceil(self.online.store_share * len(results))
         chosen = random.Random(f"{self.training.seed}:store:{step}").sample(
             range(len(results)), count
