@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 from models_gpu.conversation import student_view
-from models_gpu.devices import resolve_device
 from models_gpu.engine import run_dialogues
 from models_gpu.spec.online import OnlineConfig, dialogue_reward
 from models_gpu.spec.protocol import ProtocolSpec
@@ -58,12 +57,14 @@ from models_gpu.training.trainer import (
     common_arguments,
     finished_summary,
     last_checkpoint,
+    load_model,
+    load_tokenizer,
     logged,
     lora_config,
     run_trainer,
     save_final,
     stop_callback,
-    use_bf16,
+    training_device,
 )
 from models_gpu.types import DialogueJob, DialogueResult, Generator, TaskSpec
 
@@ -293,10 +294,9 @@ def train_online(
     started = time.perf_counter()
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    import torch
     from accelerate import PartialState
     from datasets import Dataset  # type: ignore[import-untyped]
-    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, set_seed
+    from transformers import PrinterCallback
     from trl.trainer.grpo_trainer import GRPOTrainer
 
     processes = PartialState()
@@ -313,18 +313,11 @@ def train_online(
     if stored is not None:
         return _result(stored, started)
 
-    device = resolve_device(training.device)
-    if device.type == "cuda" and device.index is not None:
-        torch.cuda.set_device(device.index)
-    bf16 = use_bf16(training.precision, device)
-    tokenizer = AutoTokenizer.from_pretrained(base_model)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    device, bf16 = training_device(training)
+    tokenizer = load_tokenizer(base_model)
     resume = last_checkpoint(out)
-    set_seed(training.seed)
+    model = load_model(base_model, training, bf16)
     lora = training.finetuning == "lora"
-    dtype = torch.bfloat16 if lora and bf16 else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=dtype)
     rollouts = Rollouts(
         tasks=tasks,
         protocol=protocol,

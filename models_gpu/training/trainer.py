@@ -144,9 +144,8 @@ def train(
     started = time.perf_counter()
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    import torch
     from accelerate import PartialState
-    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback, set_seed
+    from transformers import PrinterCallback
     from trl.trainer.sft_trainer import SFTTrainer
 
     # Under ``accelerate launch`` (one process per GPU: launch.py) the main process claims the
@@ -163,13 +162,8 @@ def train(
     if finished is not None:
         return finished
 
-    device = resolve_device(config.device)
-    if device.type == "cuda" and device.index is not None:
-        torch.cuda.set_device(device.index)
-    bf16 = use_bf16(config.precision, device)
-    tokenizer = AutoTokenizer.from_pretrained(base_model)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    device, bf16 = training_device(config)
+    tokenizer = load_tokenizer(base_model)
     with processes.main_process_first():
         dataset, stats = _dataset(out, tokenizer, config, examples, write_question)
     close_writer = getattr(write_question, "close", None)
@@ -177,10 +171,8 @@ def train(
         close_writer()
     resume = last_checkpoint(out)
 
-    set_seed(config.seed)  # before the model exists: LoRA's initialisation draws from it
+    model = load_model(base_model, config, bf16)
     lora = config.finetuning == "lora"
-    dtype = torch.bfloat16 if lora and bf16 else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(base_model, dtype=dtype)
     progress = _progress_callback(on_log)
     stopper = stop_callback(should_stop or (lambda: False))
     trainer = SFTTrainer(
@@ -227,6 +219,39 @@ def train(
         processes.wait_for_everyone()
         result = _with(result, final_dir=str(final))
     return _with(result, wall_seconds=round(time.perf_counter() - started, 3))
+
+
+def training_device(config: TrainingConfig) -> tuple[torch.device, bool]:
+    """The device training runs on (made this process's current one when it is "cuda:N"), and
+    whether it trains in bfloat16 mixed precision."""
+    import torch
+
+    device = resolve_device(config.device)
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device.index)
+    return device, use_bf16(config.precision, device)
+
+
+def load_tokenizer(base_model: str | Path) -> Any:
+    """The base model's tokenizer, padding with its end token when it names no pad token."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(base_model: str | Path, config: TrainingConfig, bf16: bool) -> Any:
+    """The base model to train, seeded first (LoRA's initialisation draws from the seed); a
+    LoRA base in bfloat16 when training is, else float32 master weights."""
+    import torch
+    from transformers import AutoModelForCausalLM, set_seed
+
+    set_seed(config.seed)
+    lora = config.finetuning == "lora"
+    dtype = torch.bfloat16 if lora and bf16 else torch.float32
+    return AutoModelForCausalLM.from_pretrained(base_model, dtype=dtype)
 
 
 def run_trainer(trainer: Any, device: torch.device, resume: Path | None) -> Any:
