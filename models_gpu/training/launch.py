@@ -250,6 +250,12 @@ def run_online(job: OnlineTrainingJob) -> None:
     rollouts, evaluation = job.rollouts, job.evaluation
     teacher = load_generator(rollouts.teacher) if rollouts.teacher else None
     heldout_protocol = evaluation.protocol if evaluation else None
+    # The held-out curve is the final evaluation's configuration: its own teacher too.
+    heldout_teacher = (
+        load_generator(evaluation.teacher)
+        if evaluation and evaluation.teacher and evaluation.teacher != rollouts.teacher
+        else None
+    )
     job.stop_path.unlink(missing_ok=True)
     result = train_online(
         job.config,
@@ -261,6 +267,7 @@ def run_online(job: OnlineTrainingJob) -> None:
         output_dir=job.output_dir,
         heldout=[job_from_json(item) for item in read_lines(job.heldout)],
         heldout_protocol=heldout_protocol,
+        heldout_teacher=heldout_teacher,
         heldout_params=_student_params(evaluation) if evaluation else None,
         on_log=report,
         on_rollouts=store,

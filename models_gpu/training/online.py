@@ -272,6 +272,7 @@ def train_online(
     output_dir: str | Path,
     heldout: Sequence[DialogueJob] = (),
     heldout_protocol: ProtocolSpec | None = None,
+    heldout_teacher: Generator | None = None,
     heldout_params: Mapping[str, Any] | None = None,
     on_log: LogCallback | None = None,
     on_rollouts: RolloutCallback | None = None,
@@ -279,7 +280,8 @@ def train_online(
 ) -> OnlineResult:
     """Train the checkpoint in ``base_model`` by online GRPO on ``tasks`` (see the module
     docstring). ``heldout`` jobs are played under ``heldout_protocol`` (default: ``protocol``)
-    by the policy with ``heldout_params`` (transformers backend params; default: greedy).
+    against ``heldout_teacher`` (default: ``teacher``) by the policy with ``heldout_params``
+    (transformers backend params; default: greedy).
     Raises ``TrainingConfigError`` / ValueError for a configuration that cannot run."""
     problems = training.problems() + online.problems()
     if problems:
@@ -330,7 +332,7 @@ def train_online(
     evaluation = _HeldOut(
         jobs=heldout,
         protocol=heldout_protocol or protocol,
-        teacher=teacher,
+        teacher=heldout_teacher or teacher,
         tokenizer=tokenizer,
         params=dict(heldout_params or {"temperature": 0.0}),
         on_log=on_log,
