@@ -12,8 +12,9 @@ is set here explicitly (``loss_type``, ``scale_rewards``, ``beta``, ``bf16``...)
 is an experimental TRL hook, and tests/models_gpu/training/test_online.py fails loudly if an
 upgrade changes it (trl is pinned in pyproject.toml).
 
-Seeds: dialogue i of step s samples with ``rollout_seed(seed, s, i)``, so a run resumed from a
-checkpoint plays the steps after it as an uninterrupted run would (given the same weights).
+Seeds: dialogue i of step s samples with ``rollout_seed(seed, s, i)``, and the task order of
+epoch e is drawn from seed + e (``EpochSeededSampler``), so a run resumed from a checkpoint plays
+the steps after it as an uninterrupted run would (given the same weights), in any epoch.
 
 Reports (``on_log``), one entry per logged step (``logging_steps``) from the main process: the
 step, TRL's loss, learning rate, grad norm (and KL when beta > 0), and of that step's dialogues
@@ -261,6 +262,37 @@ def reward_from_rollout(
     return list(dialogue_reward)
 
 
+class EpochSeededSampler:
+    """TRL's task sampler, its order in epoch e drawn from seed + e. TRL's draws each epoch's
+    order from one generator that runs on across epochs, and a resumed trainer starts a fresh
+    one: resumed in epoch 5, it played epoch 0's order. The trainer calls ``set_epoch`` before
+    each epoch (resumed or not)."""
+
+    def __init__(self, sampler: Any) -> None:
+        self.sampler = sampler
+
+    def set_epoch(self, epoch: int) -> None:
+        if self.sampler.shuffle:
+            self.sampler.generator.manual_seed((self.sampler.seed or 0) + epoch)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.sampler)
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+
+def _trainer_class() -> type:
+    """TRL's GRPO trainer with ``EpochSeededSampler`` (imported when training: TRL is heavy)."""
+    from trl.trainer.grpo_trainer import GRPOTrainer
+
+    class DialabGRPOTrainer(GRPOTrainer):
+        def _get_train_sampler(self, dataset: Any = None) -> Any:  # a Sampler to the DataLoader
+            return EpochSeededSampler(super()._get_train_sampler(dataset))
+
+    return DialabGRPOTrainer
+
+
 def train_online(
     training: TrainingConfig,
     online: OnlineConfig,
@@ -299,7 +331,6 @@ def train_online(
     from accelerate import PartialState
     from datasets import Dataset  # type: ignore[import-untyped]
     from transformers import PrinterCallback
-    from trl.trainer.grpo_trainer import GRPOTrainer
 
     processes = PartialState()
     identity = {
@@ -339,7 +370,7 @@ def train_online(
     )
     stopper = stop_callback(should_stop or (lambda: False))
     progress = _progress_callback(rollouts, evaluation, online, on_log)
-    trainer = GRPOTrainer(
+    trainer = _trainer_class()(
         model=model,
         reward_funcs=[reward_from_rollout],
         args=_grpo_arguments(training, online, out, device, bf16),

@@ -173,32 +173,44 @@ def test_grpo_trains_on_the_engine_rollouts(tiny_model_dir: Path, tmp_path: Path
 def test_a_stopped_online_run_resumes_to_the_weights_of_an_uninterrupted_one(
     tiny_model_dir: Path, tmp_path: Path
 ) -> None:
+    """Stopped in its second epoch (three tasks, one a step), resumed: it plays the tasks the
+    uninterrupted run played at every step, and ends with its weights."""
     import torch
     from safetensors.torch import load_file
 
     from models_gpu.training.online import train_online
 
     training = TrainingConfig(
-        learning_rate=1e-3, max_steps=3, seed=5, device="cpu", precision="float32",
+        learning_rate=1e-3, max_steps=6, seed=5, device="cpu", precision="float32",
         gradient_checkpointing=False, logging_steps=1, save_steps=1, max_length=256,
     )  # fmt: skip
-    online = OnlineConfig(group_size=2, tasks_per_step=2, horizon=2, max_new_tokens=6)
+    online = OnlineConfig(
+        group_size=2, tasks_per_step=1, horizon=2, max_new_tokens=6, store_share=1.0
+    )
     teacher = load_generator(RoleSpec("scripted", "feedback-teacher"))
 
-    def train(out: Path, should_stop: Any = None) -> Any:
+    def train(out: Path, played: dict[int, int], should_stop: Any = None) -> Any:
+        def record(step: int, results: Any) -> None:
+            played[step] = results[0].task_id
+
         return train_online(
-            training, online, base_model=tiny_model_dir, tasks=_tasks(4), protocol=DIDACTIC,
-            teacher=teacher, output_dir=out, should_stop=should_stop,
+            training, online, base_model=tiny_model_dir, tasks=_tasks(3), protocol=DIDACTIC,
+            teacher=teacher, output_dir=out, on_rollouts=record, should_stop=should_stop,
         )  # fmt: skip
 
-    whole = train(tmp_path / "whole")
+    whole_played: dict[int, int] = {}
+    whole = train(tmp_path / "whole", whole_played)
     steps: list[int] = []
-    stopped = train(tmp_path / "cut", should_stop=lambda: steps.append(1) or len(steps) >= 2)
-    assert stopped.stopped and stopped.global_step == 2 and stopped.final_dir is None
-    resumed = train(tmp_path / "cut")
-    assert resumed.resumed_from and resumed.resumed_from.endswith("checkpoint-2")
-    assert [step for step, _ in whole.reward_history] == [1, 2, 3]
-    assert resumed.reward_history[-1] == whole.reward_history[-1], "step 3 played the same"
+    cut_played: dict[int, int] = {}
+    stopped = train(
+        tmp_path / "cut", cut_played, should_stop=lambda: steps.append(1) or len(steps) >= 4
+    )
+    assert stopped.stopped and stopped.global_step == 4 and stopped.final_dir is None
+    resumed = train(tmp_path / "cut", cut_played)
+    assert resumed.resumed_from and resumed.resumed_from.endswith("checkpoint-4")
+    assert cut_played == whole_played, "the same task at every step, after the resume too"
+    assert [step for step, _ in whole.reward_history] == [1, 2, 3, 4, 5, 6]
+    assert resumed.reward_history[-1] == whole.reward_history[-1], "step 6 played the same"
     assert resumed.final_dir and whole.final_dir
     weights = load_file(str(Path(whole.final_dir) / "model.safetensors"))
     again = load_file(str(Path(resumed.final_dir) / "model.safetensors"))
