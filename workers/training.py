@@ -2,10 +2,15 @@
 against its hash, fine-tune (``models_gpu.training``), then register the trained model and
 launch its held-out evaluation beside the base model's.
 
+An online run with a priming stage trains in two stages, each in its own processes: the
+priming (SFT or Q-priming on the dataset, in ``priming/`` under the run's output directory),
+then GRPO from the primed model. The run's progress is its current stage's; the priming stage's
+curves are named "priming_loss", ...
+
 A restarted job resumes: the trainer continues from the newest checkpoint in the run's output
-directory (weights, optimizer, scheduler, data position), and registering and launching the
-evaluations find what an earlier attempt already made. Cancelling saves a checkpoint and stops
-within a step.
+directory (weights, optimizer, scheduler, data position), a stage that finished returns what it
+made, and registering and launching the evaluations find what an earlier attempt already made.
+Cancelling saves a checkpoint and stops within a step.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ CURVES = (
 READ_BLOCK = 1 << 20
 POLL_SECONDS = 0.5  # how often the worker reads the training's progress and its cancel
 JOB_LOG = "job.log"  # the training processes' output, in the run's output directory
+PRIMING_DIR = "priming"  # the priming stage's output directory, in the run's
 PR_SET_PDEATHSIG = 1
 
 
@@ -105,21 +111,27 @@ class ProgressReader:
     metric points and the run's progress by step; and, of online training, the stored rollouts
     (``rollouts.jsonl``) as dialogues of the run, each with its step."""
 
-    def __init__(self, run_id: int, path: Path, rollouts: Path | None = None) -> None:
+    def __init__(
+        self, run_id: int, path: Path, rollouts: Path | None = None, curves_prefix: str = ""
+    ) -> None:
         self.run_id = run_id
         self.progress = AppendedLines(path)
         self.rollouts = AppendedLines(rollouts) if rollouts else None
+        self.curves_prefix = curves_prefix
 
     def read_new(self) -> None:
-        for entry in self.progress.read_new():
-            self.record(entry)
+        # A step's rollouts are written before its log entry: read after the entries and stored
+        # before them, so that a run's progress at step s means its rollouts up to s are stored.
+        entries = self.progress.read_new()
         for line in self.rollouts.read_new() if self.rollouts else []:
             dialogue = DialogueRow.from_json(line["dialogue"])
             dialogues_store(run_id=self.run_id, dialogues=[dialogue], training_step=line["step"])
+        for entry in entries:
+            self.record(entry)
 
     def record(self, entry: Mapping[str, Any]) -> None:
         step = int(entry["step"])
-        values = metric_values(entry)
+        values = {self.curves_prefix + name: v for name, v in metric_values(entry).items()}
         if values:
             services.metric_points_record(run_id=self.run_id, step=step, values=values)
         if entry.get("kind") != "heldout":
@@ -199,22 +211,23 @@ def _failure(log: Path, returncode: int | None) -> str:
     return f"the training process exited with status {returncode}: {last} (log: {log})"
 
 
-def offline_job(config: TrainingRunConfig, out: Path) -> TrainingJob:
-    """Fine-tuning on the run's dataset snapshot (checked against its hash first)."""
-    assert config.dataset is not None, "an offline run trains on a dataset"
+def dataset_job(config: TrainingRunConfig, out: Path, base_model: str) -> TrainingJob:
+    """Fine-tuning ``base_model`` on the run's dataset snapshot (checked against its hash
+    first): an offline run, or an online run's priming stage."""
+    assert config.dataset is not None, "a dataset to train on"
     check_snapshot(config.dataset)
     return TrainingJob(
-        config=config.training,
-        base_model=config.base.location,
+        config=config.dataset_training,
+        base_model=base_model,
         examples=config.dataset.path,
         output_dir=str(out),
         question_writer=config.question_writer,
     )
 
 
-def online_job(config: TrainingRunConfig, out: Path) -> OnlineTrainingJob:
-    """Online SML: the training tasks and the held-out jobs written where the training process
-    reads them (``TaskSetChanged`` when a task set changed since launch)."""
+def online_job(config: TrainingRunConfig, out: Path, base_model: str) -> OnlineTrainingJob:
+    """Online SML from ``base_model``: the training tasks and the held-out jobs written where
+    the training process reads them (``TaskSetChanged`` when a task set changed since launch)."""
     assert config.online is not None and config.rollouts is not None, "an online run"
     out.mkdir(parents=True, exist_ok=True)
     tasks, heldout = out / "tasks.jsonl", out / "heldout.jsonl"
@@ -225,7 +238,7 @@ def online_job(config: TrainingRunConfig, out: Path) -> OnlineTrainingJob:
     return OnlineTrainingJob(
         config=config.training,
         online=config.online,
-        base_model=config.base.location,
+        base_model=base_model,
         rollouts=config.rollouts,
         tasks=str(tasks),
         evaluation=evaluation,
@@ -251,15 +264,24 @@ def _train(run_id: int) -> None:
         if run.attempts > 1:
             logger.info("run %s: claimed again (attempt %s)", run_id, run.attempts)
         out = services.training_output_dir(run)
-        job = online_job(config, out) if config.is_online else offline_job(config, out)
-        reader = ProgressReader(
-            run_id, job.progress_path, job.rollouts_path if config.is_online else None
-        )
-        result = run_training_job(job, reader, watch)
-        if result["resumed_from"]:
-            logger.info("run %s: resumed from %s", run_id, result["resumed_from"])
-        if result["stopped"]:
-            runs.run_finish(run_id=run_id, status=Run.Status.CANCELLED)
+        base_model, primed = config.base.location, None
+        if config.priming is not None:
+            job = dataset_job(config, out / PRIMING_DIR, base_model)
+            reader = ProgressReader(
+                run_id, job.progress_path, curves_prefix=services.PRIMING_CURVES
+            )
+            primed = _run_stage(run_id, job, reader, watch)
+            if primed is None:
+                return
+            base_model = primed["final_dir"]
+        if config.is_online:
+            job = online_job(config, out, base_model)
+            reader = ProgressReader(run_id, job.progress_path, job.rollouts_path)
+        else:
+            job = dataset_job(config, out, base_model)
+            reader = ProgressReader(run_id, job.progress_path)
+        result = _run_stage(run_id, job, reader, watch)
+        if result is None:
             return
         trained = services.trained_model_register(run_id=run_id, location=result["final_dir"])
         services.evaluations_launch(run_id=run_id, trained=trained)
@@ -274,7 +296,25 @@ def _train(run_id: int) -> None:
     if not config.is_online:
         accounting["examples"] = result["dataset"]["examples"]
         accounting["trained_tokens_per_epoch"] = result["dataset"]["trained_tokens"]
+    if primed is not None:
+        accounting["priming_steps"] = primed["global_step"]
+        accounting["priming_examples"] = primed["dataset"]["examples"]
+        accounting["wall_seconds"] += primed["wall_seconds"]
     runs.run_finish(run_id=run_id, status=Run.Status.SUCCEEDED, accounting=accounting)
+
+
+def _run_stage(
+    run_id: int, job: TrainingJob | OnlineTrainingJob, reader: ProgressReader, watch: CancelWatch
+) -> Any:
+    """Run one stage of the run's training; its result, or None when it stopped on a cancel
+    (the run is then finished as cancelled)."""
+    result = run_training_job(job, reader, watch)
+    if result["resumed_from"]:
+        logger.info("run %s: resumed from %s", run_id, result["resumed_from"])
+    if result["stopped"]:
+        runs.run_finish(run_id=run_id, status=Run.Status.CANCELLED)
+        return None
+    return result
 
 
 # A preview tokenizes this many dialogues of the selection (the first by id) and scales its

@@ -13,6 +13,11 @@ Online SML (``online`` set, no dataset): the student plays dialogues while it tr
 (``models_gpu.training.online``). ``rollouts`` says what it plays: a ``RunConfig`` whose task set
 holds the training tasks, whose protocol and teacher play them (its max turns is the training
 horizon's ceiling; ``online.horizon`` cuts it) and whose student is the base model.
+
+A priming stage (``priming`` set, online runs only) chains offline training before GRPO in one
+run: the base model is first fine-tuned on ``dataset`` under ``priming`` (SFT or Q-priming, whose
+question writer is ``question_writer``), and GRPO starts from what that stage produced. The
+trained model's lineage is the run's: one base, one configuration naming both stages.
 """
 
 from __future__ import annotations
@@ -30,10 +35,10 @@ from models_gpu.spec.run import RoleSpec, RunConfig, exact_keys, run_config_prob
 from models_gpu.spec.settings import Problem
 from models_gpu.spec.training import TrainingConfig
 
-TRAINING_RUN_SCHEMA = 3
+TRAINING_RUN_SCHEMA = 4
 # Schema 1 had no question writer (such runs wrote Q-priming's questions from the template);
-# schema 2 no online training.
-READABLE_SCHEMAS = (1, 2, TRAINING_RUN_SCHEMA)
+# schema 2 no online training; schema 3 no priming stage.
+READABLE_SCHEMAS = (1, 2, 3, TRAINING_RUN_SCHEMA)
 NOTHING_TO_TRAIN = "No dialogue matches this selection: there is nothing to train on."
 # The protocols online training plays (a teacher's or a user's turns between the student's).
 ONLINE_MODES = ("didactic", "sharded")
@@ -41,6 +46,8 @@ ONLINE_MODES = ("didactic", "sharded")
 TRAINABLE_BACKENDS = ("transformers", "vllm")
 # Backends that can write Q-priming's questions (a model that generates text).
 WRITER_BACKENDS = ("transformers", "vllm", "openai")
+# The methods that can prime a policy before online training.
+PRIMING_METHODS = ("sft", "qpriming")
 
 
 @dataclass(frozen=True)
@@ -64,10 +71,16 @@ class TrainingRunConfig:
     question_writer: RoleSpec | None = None
     online: OnlineConfig | None = None
     rollouts: RunConfig | None = None
+    priming: TrainingConfig | None = None
 
     @property
     def is_online(self) -> bool:
         return self.online is not None
+
+    @property
+    def dataset_training(self) -> TrainingConfig:
+        """How the dataset is trained on: the run's training, or its priming stage's."""
+        return self.priming if self.is_online and self.priming else self.training
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +92,7 @@ class TrainingRunConfig:
             "question_writer": asdict(self.question_writer) if self.question_writer else None,
             "online": self.online.to_json() if self.online else None,
             "rollouts": self.rollouts.to_json() if self.rollouts else None,
+            "priming": self.priming.to_json() if self.priming else None,
         }
 
     @classmethod
@@ -95,9 +109,11 @@ class TrainingRunConfig:
             data["question_writer"] = None
         if schema in (1, 2):
             data.update(online=None, rollouts=None)
+        if schema in (1, 2, 3):
+            data["priming"] = None
         exact_keys(cls, data, "training run configuration")
         evaluation, writer, dataset = data["evaluation"], data["question_writer"], data["dataset"]
-        online, rollouts = data["online"], data["rollouts"]
+        online, rollouts, priming = data["online"], data["rollouts"], data["priming"]
         return cls(
             base=RoleSpec(**exact_keys(RoleSpec, data["base"], "base")),
             dataset=DatasetRef(**exact_keys(DatasetRef, dataset, "dataset")) if dataset else None,
@@ -108,6 +124,7 @@ class TrainingRunConfig:
             ),
             online=OnlineConfig.from_json(online) if online is not None else None,
             rollouts=RunConfig.from_json(rollouts) if rollouts is not None else None,
+            priming=TrainingConfig.from_json(priming) if priming is not None else None,
         )
 
     def config_hash(self) -> str:
@@ -157,7 +174,7 @@ def training_run_problems(config: TrainingRunConfig) -> list[Problem]:
         ]
     problems += _data_problems(config)
     problems += config.training.problems()
-    problems += question_writer_problems(config.question_writer, config.training.method)
+    problems += question_writer_problems(config.question_writer, config.dataset_training.method)
     if config.evaluation is not None:
         problems += [
             Problem(f"evaluation_{problem.field}", problem.message)
@@ -167,16 +184,17 @@ def training_run_problems(config: TrainingRunConfig) -> list[Problem]:
 
 
 def _data_problems(config: TrainingRunConfig) -> list[Problem]:
-    """An offline run trains on a dataset; an online run plays its rollouts' tasks."""
+    """An offline run trains on a dataset; an online run plays its rollouts' tasks, after a
+    priming stage on a dataset when it has one."""
     if config.online is None:
         if config.rollouts is not None:
             return [Problem("rollouts", "Only online training plays rollouts.")]
+        if config.priming is not None:
+            return [Problem("priming", "Only online training has a priming stage.")]
         if config.dataset is None or config.dataset.dialogues < 1:
             return [Problem("dataset", NOTHING_TO_TRAIN)]
         return []
-    problems = config.online.problems()
-    if config.dataset is not None:
-        problems.append(Problem("dataset", "Online training plays its own dialogues: no dataset."))
+    problems = config.online.problems() + _priming_problems(config)
     if config.rollouts is None:
         return [*problems, Problem("rollouts", "Online training needs the tasks it plays.")]
     problems += [
@@ -195,6 +213,29 @@ def _data_problems(config: TrainingRunConfig) -> list[Problem]:
         problems.append(
             Problem("method", "Online training trains on its own rollouts: leave the method sft.")
         )
+    return problems
+
+
+def _priming_problems(config: TrainingRunConfig) -> list[Problem]:
+    """A priming stage trains on a dataset by a priming method; without one, there is none."""
+    priming, dataset = config.priming, config.dataset
+    if priming is None:
+        if dataset is not None:
+            return [
+                Problem("dataset", "Online training plays its own dialogues: a dataset is for a "
+                        "priming stage.")
+            ]  # fmt: skip
+        return []
+    problems = [Problem(f"priming_{p.field}", p.message) for p in priming.problems()]
+    if priming.method not in PRIMING_METHODS:
+        problems.append(
+            Problem(
+                "priming_method",
+                f"A priming stage trains by {' or '.join(PRIMING_METHODS)}, not {priming.method}.",
+            )
+        )
+    if dataset is None or dataset.dialogues < 1:
+        problems.append(Problem("priming_dataset", NOTHING_TO_TRAIN))
     return problems
 
 

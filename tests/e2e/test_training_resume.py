@@ -105,31 +105,61 @@ def test_a_training_run_killed_mid_training_resumes_from_its_checkpoint(
     first = start_worker()
     run = launch(tiny_model_dir, researcher)
     out = training_output_dir(run)
-    this_run = Run.objects.filter(pk=run.pk)
+    killed_at, newest = kill_between_checkpoints(first, run, SAVE_STEPS, MAX_STEPS)
+    second = start_worker()
+    seen_after_claim = resume_in(second, run, newest, killed_at, MAX_STEPS)
 
-    # Kill just after a checkpoint was completed, well before the next one is begun: the trainer
-    # logs step s, then saves checkpoint-s when s is a multiple of SAVE_STEPS, so once step s + 1
-    # is logged checkpoint-s is whole, and checkpoint-(s + SAVE_STEPS) is SAVE_STEPS - 1 steps off.
+    loss_steps = MetricPoint.objects.filter(run=run, name="loss").values_list("step", flat=True)
+    assert sorted(loss_steps) == list(range(1, MAX_STEPS + 1)), "one loss point per step"
+    assert_registered_and_evaluated(run)
+
+    # The evaluations it launched are not this test's subject: do not wait for them.
+    kill_worker(second)
+    shutil.rmtree(out, ignore_errors=True)
+    print(
+        f"killed at step {killed_at} (newest checkpoint-{newest}); progress seen after the "
+        f"second claim: {list(dict.fromkeys(seen_after_claim))[:6]}..."
+    )
+
+
+def kill_between_checkpoints(
+    worker: Any, run: Run, save_steps: int, max_steps: int
+) -> tuple[int, int]:
+    """Kill ``worker`` while it trains ``run``, just after a checkpoint was completed and well
+    before the next one is begun; the step it was killed at and its newest checkpoint's.
+
+    The trainer logs step s, then saves checkpoint-s when s is a multiple of ``save_steps``, so
+    once step s + 1 is logged checkpoint-s is whole, and the next is save_steps - 1 steps off."""
+    this_run = Run.objects.filter(pk=run.pk)
+    out = training_output_dir(run)
+
     def between_checkpoints() -> bool:
         done, finished = this_run.values_list("progress_done", "finished_at").get()
         return finished is not None or (
-            done > SAVE_STEPS and 0 < done % SAVE_STEPS < SAVE_STEPS // 2
+            done > save_steps and 0 < done % save_steps < save_steps // 2
         )
 
-    wait_until(between_checkpoints, timeout=120, interval=0.02, message=first.output)
-    kill_worker(first)
+    wait_until(between_checkpoints, timeout=180, interval=0.02, message=worker.output)
+    kill_worker(worker)
 
     run.refresh_from_db()
-    assert run.status == Run.Status.RUNNING, f"killed too late: {run.status}\n{first.output()}"
+    assert run.status == Run.Status.RUNNING, f"killed too late: {run.status}\n{worker.output()}"
     killed_at = run.progress_done
     steps = checkpoint_steps(out)
     assert steps, f"no checkpoint in {out}"
     newest = steps[-1]
-    assert SAVE_STEPS <= newest < killed_at < MAX_STEPS
+    assert save_steps <= newest < killed_at < max_steps
     assert (out / f"checkpoint-{newest}" / "trainer_state.json").is_file(), "killed mid-save"
     assert not (out / "final").exists()
+    return killed_at, newest
 
-    second = start_worker()
+
+def resume_in(worker: Any, run: Run, newest: int, killed_at: int, max_steps: int) -> list[int]:
+    """Wait for ``worker`` to claim ``run`` again and finish it; check that it resumed from
+    checkpoint-``newest`` (progress never went back to it or below) and return the progress
+    seen after its claim."""
+    this_run = Run.objects.filter(pk=run.pk)
+    out = training_output_dir(run)
     seen_after_claim: list[int] = []
 
     def finished() -> bool:
@@ -138,12 +168,12 @@ def test_a_training_run_killed_mid_training_resumes_from_its_checkpoint(
             seen_after_claim.append(current["progress_done"])
         return current["status"] in Run.TERMINAL_STATUSES
 
-    wait_until(finished, timeout=120, interval=0.05, message=second.output)
+    wait_until(finished, timeout=180, interval=0.05, message=worker.output)
     run.refresh_from_db()
-    assert run.status == Run.Status.SUCCEEDED, run.error + second.output()
+    assert run.status == Run.Status.SUCCEEDED, run.error + worker.output()
     assert run.attempts == 2, "claimed once by each worker"
-    assert f"run {run.pk}: claimed again (attempt 2)" in second.output()
-    assert f"run {run.pk}: resumed from {out / f'checkpoint-{newest}'}" in second.output()
+    assert f"run {run.pk}: claimed again (attempt 2)" in worker.output()
+    assert f"run {run.pk}: resumed from {out / f'checkpoint-{newest}'}" in worker.output()
 
     # The trainer started from the checkpoint the first worker left, not from step 0.
     assert seen_after_claim, "the second attempt was never seen running"
@@ -154,22 +184,15 @@ def test_a_training_run_killed_mid_training_resumes_from_its_checkpoint(
     )
     summary = json.loads((out / "final" / "dialab_training.json").read_text())
     assert summary["result"]["resumed_from"] == str(out / f"checkpoint-{newest}"), summary
-    assert summary["global_step"] == MAX_STEPS
+    assert summary["result"]["global_step"] == max_steps
+    assert run.progress_done == run.progress_total == max_steps
+    assert run.accounting["optimizer_steps"] == max_steps
+    return seen_after_claim
 
-    assert run.progress_done == run.progress_total == MAX_STEPS
-    assert run.accounting["optimizer_steps"] == MAX_STEPS
-    loss_steps = MetricPoint.objects.filter(run=run, name="loss").values_list("step", flat=True)
-    assert sorted(loss_steps) == list(range(1, MAX_STEPS + 1)), "one loss point per step"
 
+def assert_registered_and_evaluated(run: Run) -> None:
+    out = training_output_dir(run)
     trained = ModelSpec.objects.get(trained_by_run=run)
     assert Path(trained.location) == out / "final"
     assert (out / "final" / "config.json").is_file()
     assert Run.objects.filter(kind=Run.Kind.EVAL, student=trained).exists(), "evaluated next"
-
-    # The evaluations it launched are not this test's subject: do not wait for them.
-    kill_worker(second)
-    shutil.rmtree(out, ignore_errors=True)
-    print(
-        f"killed at step {killed_at} (newest checkpoint-{newest}); progress seen after the "
-        f"second claim: {list(dict.fromkeys(seen_after_claim))[:6]}..."
-    )

@@ -1,8 +1,11 @@
 """An online SML run from its frozen configuration to a registered, re-evaluated model, on the
-tiny house model (in-process worker; the training itself in its own process, as in production)."""
+tiny house model (in-process worker; the training itself in its own process, as in production),
+with and without a priming stage before it."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +14,24 @@ import pytest
 from models_gpu.spec.online import OnlineConfig
 from models_gpu.spec.run import RunConfigError
 from models_gpu.spec.training import TrainingConfig
-from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, TeacherFactory
+from tests.factories import (
+    ProtocolFactory,
+    TaskFactory,
+    TaskSetFactory,
+    TeacherFactory,
+    frozen_run,
+)
+from tests.transcript_builders import attempt, feedback, store
 from webapp.dialogues.models import Dialogue
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import MetricPoint, Run
 from webapp.runs.services import evaluation_config
-from webapp.training.services import online_training_run_config, training_run_create
+from webapp.training.services import (
+    online_training_run_config,
+    snapshot_create,
+    training_output_dir,
+    training_run_create,
+)
 from workers.training import execute_training
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -44,15 +59,24 @@ def launch(settings: Any, tmp_path: Path, tiny_model_dir: Path, researcher: Any)
     )
     protocol, teacher = ProtocolFactory(max_turns=3), TeacherFactory()
 
-    def launch(online: OnlineConfig = ONLINE) -> Run:
-        def run_config(task_set: Any) -> Any:
-            return evaluation_config(
-                task_set=task_set, protocol=protocol, student=base, teacher=teacher
-            )
+    def run_config(task_set: Any) -> Any:
+        return evaluation_config(
+            task_set=task_set, protocol=protocol, student=base, teacher=teacher
+        )
 
+    def launch(online: OnlineConfig = ONLINE, priming: TrainingConfig | None = None) -> Run:
+        snapshot = None
+        if priming is not None:  # collected dialogues of the training tasks, to prime on
+            source = frozen_run(name="collected", task_set=training_set, protocol=protocol)
+            for sample, task in enumerate(training_set.tasks.all()):
+                right = task.reference["answer"]
+                store(source, task.pk, sample, "a_late", [
+                    attempt("0", "0", False), feedback("Too low."), attempt(right, right, True),
+                ])  # fmt: skip
+            snapshot = snapshot_create(filter_query=f"run={source.pk}", reader=researcher)
         config = online_training_run_config(
             base=base, rollouts=run_config(training_set), training=TINY, online=online,
-            evaluation=run_config(held_out),
+            evaluation=run_config(held_out), priming=priming, priming_snapshot=snapshot,
         )  # fmt: skip
         return training_run_create(name="online", config=config, created_by=researcher)
 
@@ -83,3 +107,35 @@ def test_online_training_stores_curves_rollouts_and_the_trained_model(launch: An
 def test_an_online_configuration_out_of_range_is_refused_at_launch(launch: Any) -> None:
     with pytest.raises(RunConfigError, match="group_size"):
         launch(OnlineConfig(group_size=1))
+
+
+def test_a_priming_stage_trains_first_and_grpo_starts_from_what_it_made(launch: Any) -> None:
+    priming = replace(TINY, method="qpriming", max_steps=0, epochs=1, learning_rate=1e-3)
+    run = launch(priming=priming)
+    assert execute_training(run.pk, worker="test", background_heartbeat=False)
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED, run.error
+    out = training_output_dir(run)
+    primed = out / "priming" / "final"
+    assert (primed / "config.json").is_file()
+    online_job = json.loads((out / "job.json").read_text())
+    assert online_job["base_model"] == str(primed), "GRPO from the primed model"
+    names = set(MetricPoint.objects.filter(run=run).values_list("name", flat=True))
+    assert "priming_loss" in names and {"reward", "loss"} <= names
+    assert (run.progress_done, run.progress_total) == (3, 3), "the last stage's progress"
+    assert run.accounting["priming_steps"] >= 1 and run.accounting["optimizer_steps"] == 3
+    trained = ModelSpec.objects.get(trained_by_run=run)
+    assert trained.base_model == launch.base, "one lineage: the base, not the primed model"
+    assert "qpriming + online SML" in trained.name and "first on dataset" in trained.description
+    assert not ModelSpec.objects.filter(location=str(primed)).exists(), "not registered"
+
+    # A worker that claims it again (as after a crash) trains nothing twice: both stages are done.
+    priming_mtime = (primed / "dialab_training.json").stat().st_mtime
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, finished_at=None)
+    from workers.training import _train
+
+    _train(run.pk)
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED, run.error
+    assert (primed / "dialab_training.json").stat().st_mtime == priming_mtime
+    assert ModelSpec.objects.filter(trained_by_run=run).count() == 1

@@ -10,7 +10,9 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from models_gpu.spec.training_run import TrainingRunConfig
 from webapp.runs.charts import COLOURS
+from webapp.training.services import PRIMING_CURVES
 
 # (title, the curves it draws); a name ending in "_" draws every curve that starts with it, one
 # per turn k ("rollout_turn_1", "rollout_turn_2", ...).
@@ -31,7 +33,15 @@ ONLINE_PANELS: tuple[Panel, ...] = (
     ("Seconds per step: rollout, update", ("rollout_seconds", "update_seconds")),
     ("Loss", ("loss",)),
 )
+PRIMING_PANELS: tuple[Panel, ...] = (("Priming stage: loss", (f"{PRIMING_CURVES}loss",)),)
 LABELS = {"rollout_seconds": "rollout", "update_seconds": "update"}
+
+
+def training_panels(config: TrainingRunConfig) -> tuple[Panel, ...]:
+    """The panels of a training run's page."""
+    if not config.is_online:
+        return PANELS
+    return ONLINE_PANELS + (PRIMING_PANELS if config.priming else ())
 
 
 def training_curves_figure(

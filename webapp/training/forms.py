@@ -3,6 +3,7 @@ hyperparameters (``models_gpu.spec.training``), and the held-out evaluation that
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django import forms
@@ -13,6 +14,7 @@ from models_gpu.spec.run import MAX_SAMPLES_PER_TASK
 from models_gpu.spec.training import (
     METHODS,
     SETTING_APPLIES,
+    SETTINGS_BY_NAME,
     TRAINING_SETTINGS,
     TrainingConfig,
     training_config_problems,
@@ -20,6 +22,7 @@ from models_gpu.spec.training import (
 from models_gpu.spec.training_run import (
     NOTHING_TO_TRAIN,
     ONLINE_MODES,
+    PRIMING_METHODS,
     TRAINABLE_BACKENDS,
     WRITER_BACKENDS,
 )
@@ -95,10 +98,7 @@ class TrainingForm(_LaunchForm):
     def counts(self) -> SelectionCounts:
         """What the selection holds now (the snapshot is frozen at launch)."""
         if not hasattr(self, "_counts"):
-            filters = DialogueFilterForm.from_query(
-                QueryDict(self.selection_query), reader=self.reader
-            ).filters()
-            self._counts = selection_counts(selected_dialogues(filters=filters, reader=self.reader))
+            self._counts = _counts(self.selection_query, self.reader)
         return self._counts
 
     def clean(self) -> dict[str, Any]:
@@ -145,6 +145,12 @@ class TrainingForm(_LaunchForm):
         return fields
 
 
+def _counts(selection: str, reader: User) -> SelectionCounts:
+    """What the transcript filter ``selection`` (a query string) selects for ``reader``."""
+    filters = DialogueFilterForm.from_query(QueryDict(selection), reader=reader).filters()
+    return selection_counts(selected_dialogues(filters=filters, reader=reader))
+
+
 # The fine-tuning settings online training uses (how dialogues become examples, the batch and
 # the methods' own settings are online training's own: ``spec.online``).
 ONLINE_TRAINING_SETTINGS = tuple(
@@ -161,6 +167,8 @@ ONLINE_TRAINING_SETTINGS = tuple(
     }
 )
 ONLINE_FIELDS = ("task_set", "protocol", "teacher", "single_turn_baseline")
+PRIMING_METHOD = "qpriming"  # the default: the papers prime with Q-priming before RL
+PRIMING_FIELDS = ("priming_selection", "priming_method", "priming_epochs", "priming_learning_rate")
 
 
 class OnlineTrainingForm(_LaunchForm):
@@ -191,20 +199,50 @@ class OnlineTrainingForm(_LaunchForm):
         "the same generation budget, the comparison the papers make.",
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    priming_selection = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Prime on (transcript filter)",
+        help_text="Optional: the transcript list's filter (its query string, e.g. "
+        "run=3&outcome=solved) whose dialogues the base model is first fine-tuned on; GRPO then "
+        "starts from the primed model, in the same run. Empty: GRPO from the base model.",
+    )
+    priming_method = forms.ChoiceField(
+        choices=[(name, METHODS[name].label) for name in PRIMING_METHODS],
+        required=False,
+        initial=PRIMING_METHOD,
+        label="priming method",
+    )
+
+    def __init__(self, *args: Any, reader: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.reader = reader
         for setting in ONLINE_SETTINGS + ONLINE_TRAINING_SETTINGS:
             self.fields[setting.name] = setting_field(setting)
         # Online defaults that differ from fine-tuning's: a curve point every step, and a
         # learning rate that moves a policy by reward within a few hundred steps.
         self.fields["logging_steps"].initial = 1
         self.fields["learning_rate"].initial = ONLINE_LEARNING_RATE
+        for name in ("epochs", "learning_rate"):  # filled in with the defaults when left empty
+            field = self.fields[f"priming_{name}"] = setting_field(SETTINGS_BY_NAME[name])
+            field.label, field.required = f"priming {name.replace('_', ' ')}", False
+
+    def priming_counts(self) -> SelectionCounts | None:
+        """What the priming selection holds now (None: no priming stage)."""
+        if not self.priming_query:
+            return None
+        if not hasattr(self, "_priming_counts"):
+            self._priming_counts = _counts(self.priming_query, self.reader)
+        return self._priming_counts
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         protocol, teacher = cleaned.get("protocol"), cleaned.get("teacher")
         if protocol is not None and protocol.mode == "didactic" and teacher is None:
             self.add_error("teacher", "The didactic protocol needs a teacher.")
+        counts = self.priming_counts()
+        if counts is not None and counts.dialogues == 0:
+            self.add_error("priming_selection", NOTHING_TO_TRAIN)
         online = {s.name: cleaned[s.name] for s in ONLINE_SETTINGS if s.name in cleaned}
         training = {s.name: cleaned[s.name] for s in ONLINE_TRAINING_SETTINGS if s.name in cleaned}
         for problem in online_config_problems(online) + training_config_problems(training):
@@ -220,15 +258,36 @@ class OnlineTrainingForm(_LaunchForm):
             **{s.name: self.cleaned_data[s.name] for s in ONLINE_TRAINING_SETTINGS}
         )
 
+    def priming_config(self) -> TrainingConfig | None:
+        """The priming stage's training (None: none): its method, epochs and learning rate; the
+        rest (device, precision, fine-tuning, seed, checkpoints) as the GRPO stage's."""
+        if self.priming_counts() is None:
+            return None
+        data, defaults = self.cleaned_data, TrainingConfig()
+        return replace(
+            self.training_config(), method=data["priming_method"] or PRIMING_METHOD,
+            epochs=data["priming_epochs"] or defaults.epochs,
+            learning_rate=data["priming_learning_rate"] or defaults.learning_rate, max_steps=0,
+        )  # fmt: skip
+
+    @property
+    def priming_query(self) -> str:
+        """The priming selection's query string (a pasted leading "?" is dropped)."""
+        return str(self.cleaned_data.get("priming_selection", "")).strip().lstrip("?")
+
     def run_name(self) -> str:
         data = self.cleaned_data
+        primed = f"{data['priming_method'] or PRIMING_METHOD} + " if self.priming_counts() else ""
         return data["name"] or (
-            f"online SML of {data['base_model'].name} on {data['task_set'].name} "
+            f"{primed}online SML of {data['base_model'].name} on {data['task_set'].name} "
             f"(g={data['group_size']}, T={data['horizon']})"
         )
 
     def launch_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in ("name", "base_model", *ONLINE_FIELDS, *EVALUATION_FIELDS)]
+
+    def priming_fields(self) -> list[forms.BoundField]:
+        return [self[name] for name in PRIMING_FIELDS]
 
     def settings_fields(self) -> list[tuple[forms.BoundField, str, str]]:
         return [

@@ -32,15 +32,19 @@ from webapp.runs.models import MetricPoint, Run
 from webapp.training.models import DatasetSnapshot, TrainingPreview
 from webapp.training.selectors import selected_dialogues, selection_counts, training_dialogues
 
+# A priming stage's curves are the fine-tuning ones under this prefix ("priming_loss", ...).
+PRIMING_CURVES = "priming_"
+
 
 class EmptySelection(ValueError):
     """The filter selects no dialogue: there is nothing to train on."""
 
 
-def snapshot_create(*, name: str, filter_query: str, reader: User) -> DatasetSnapshot:
+def snapshot_create(*, filter_query: str, reader: User, name: str = "") -> DatasetSnapshot:
     """Freeze the dialogues ``filter_query`` (the transcript list's query string) selects for
     ``reader`` into a snapshot file, streamed from the database; ``EmptySelection`` when none
-    matches. The file is named by its sha256, so identical selections share one file."""
+    matches. The file is named by its sha256, so identical selections share one file. Unnamed,
+    the snapshot is named by what selected it."""
     form = DialogueFilterForm.from_query(QueryDict(filter_query), reader=reader)
     dialogues = selected_dialogues(filters=form.filters(), reader=reader)
     counts = selection_counts(dialogues)
@@ -48,7 +52,7 @@ def snapshot_create(*, name: str, filter_query: str, reader: User) -> DatasetSna
         raise EmptySelection(NOTHING_TO_TRAIN)
     sha256, path = _write_snapshot(training_dialogues(dialogues))
     return DatasetSnapshot.objects.create(
-        name=name,
+        name=name or f"{counts.dialogues} dialogues selected by ?{filter_query}",
         filter_query=filter_query,
         dialogue_count=counts.dialogues,
         turn_count=counts.turns,
@@ -120,17 +124,21 @@ def online_training_run_config(
     training: TrainingConfig,
     online: OnlineConfig,
     evaluation: RunConfig,
+    priming: TrainingConfig | None = None,
+    priming_snapshot: DatasetSnapshot | None = None,
 ) -> TrainingRunConfig:
     """The frozen configuration of an online SML run: ``rollouts`` says which tasks the base
-    model plays while it trains, under which protocol, with which teacher; ``RunConfigError``
-    listing every problem when it could not run."""
+    model plays while it trains, under which protocol, with which teacher; with ``priming``, a
+    priming stage on ``priming_snapshot`` comes first. ``RunConfigError`` listing every problem
+    when it could not run."""
     config = TrainingRunConfig(
         base=runs.role_spec(base),  # type: ignore[arg-type]  # a base is never None
-        dataset=None,
+        dataset=dataset_ref(priming_snapshot) if priming_snapshot else None,
         training=training,
         evaluation=evaluation,
         online=online,
         rollouts=rollouts,
+        priming=priming,
     )
     problems = training_run_problems(config)
     if problems:
@@ -231,17 +239,23 @@ def trained_model_register(*, run_id: int, location: str) -> ModelSpec:
 def _what_trained(config: TrainingRunConfig) -> tuple[str, str]:
     """The method's short name, and what it trained on, in words."""
     online, rollouts, dataset = config.online, config.rollouts, config.dataset
+    on_dataset = (
+        f"on dataset {dataset.name!r} ({dataset.dialogues} dialogues, sha256 "
+        f"{dataset.sha256[:12]}), method {config.dataset_training.method}"
+        if dataset
+        else ""
+    )
     if online is not None and rollouts is not None:
         method = "online SML" if online.horizon > 1 else "single-turn RL"
-        return method, (
+        trained = (
             f"by {method} on the tasks of {rollouts.task_set.name!r} v{rollouts.task_set.version} "
             f"({rollouts.protocol.mode}, horizon {online.horizon}, group {online.group_size})"
         )
+        if config.priming is None:
+            return method, trained
+        return f"{config.priming.method} + {method}", f"first {on_dataset}, then {trained}"
     assert dataset is not None, "an offline run trains on a dataset"
-    return config.training.method, (
-        f"on dataset {dataset.name!r} ({dataset.dialogues} dialogues, sha256 "
-        f"{dataset.sha256[:12]}), method {config.training.method}"
-    )
+    return config.training.method, on_dataset
 
 
 def evaluations_launch(*, run_id: int, trained: ModelSpec) -> list[Run]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -27,7 +27,7 @@ from webapp.runs.metrics import difference_interval
 from webapp.runs.models import MetricPoint, Run
 from webapp.runs.services import evaluation_config
 from webapp.training import services
-from webapp.training.charts import ONLINE_PANELS, PANELS, training_curves_figure
+from webapp.training.charts import training_curves_figure, training_panels
 from webapp.training.forms import EVALUATION_FIELDS, OnlineTrainingForm, TrainingForm
 from webapp.training.models import TrainingPreview
 
@@ -100,11 +100,7 @@ def _launch(form: TrainingForm, reader: User) -> Run:
     """Freeze the selection, check the whole configuration, queue the run; nothing is kept when
     a check fails (the transaction rolls back)."""
     data = form.cleaned_data
-    snapshot = services.snapshot_create(
-        name=f"{form.counts().dialogues} dialogues selected by ?{form.selection_query}",
-        filter_query=form.selection_query,
-        reader=reader,
-    )
+    snapshot = services.snapshot_create(filter_query=form.selection_query, reader=reader)
     config = services.training_run_config(
         base=data["base_model"],
         snapshot=snapshot,
@@ -141,8 +137,12 @@ def _run_config(data: dict[str, Any], **fields: str) -> RunConfig:
 
 @researcher_required
 def training_online_create(request: HttpRequest) -> HttpResponse:
-    """The online SML launch form; with the single-turn baseline, two sibling runs."""
-    form = OnlineTrainingForm(request.POST or None)
+    """The online SML launch form; with the single-turn baseline, two sibling runs. GET
+    ``?<transcript filter>`` fills in the priming stage's selection."""
+    selection = request.GET.copy()
+    selection.pop("page", None)
+    initial = {"priming_selection": selection.urlencode()}
+    form = OnlineTrainingForm(request.POST or None, initial=initial, reader=request.user)
     return _launch_page(request, form, _launch_online, "training/online_form.html")
 
 
@@ -152,12 +152,20 @@ def _launch_online(form: OnlineTrainingForm, reader: User) -> Run:
     data = form.cleaned_data
     online = form.online_config()
     rollouts = _run_config(data, task_set="task_set", protocol="protocol", teacher="teacher")
+    priming = form.priming_config()
+    snapshot = (
+        services.snapshot_create(filter_query=form.priming_query, reader=reader)
+        if priming is not None
+        else None
+    )
     config = services.online_training_run_config(
         base=data["base_model"],
         rollouts=rollouts,
         training=form.training_config(),
         online=online,
         evaluation=_evaluation(data),
+        priming=priming,
+        priming_snapshot=snapshot,
     )
     run = services.training_run_create(name=form.run_name(), config=config, created_by=reader)
     if data["single_turn_baseline"] and online.horizon > 1:
@@ -233,14 +241,23 @@ def _live_context(run: Run) -> dict[str, Any]:
     return {
         "run": run,
         "config": config,
+        "stage": _stage(config, points),
         "eta_seconds": _eta_seconds(run),
         "latest": latest,
-        "training_figure": training_curves_figure(
-            points, ONLINE_PANELS if config.is_online else PANELS
-        ),
+        "training_figure": training_curves_figure(points, training_panels(config)),
         "stored_rollouts": run.dialogues.count() if config.is_online else 0,
         **_evaluations(run, config),
     }
+
+
+def _stage(config: TrainingRunConfig, points: Mapping[str, Any]) -> str:
+    """Which stage of a run with a priming stage is going ("" for a run of one stage): GRPO
+    once it has logged anything (the held-out evaluation before its first step included)."""
+    if config.priming is None:
+        return ""
+    if any(not name.startswith(services.PRIMING_CURVES) for name in points):
+        return "stage 2 of 2: online training"
+    return f"stage 1 of 2: priming ({config.priming.method})"
 
 
 def _training_run(pk: int) -> Run:

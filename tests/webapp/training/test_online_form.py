@@ -78,3 +78,50 @@ def test_without_the_baseline_one_run_is_launched(
     del data["single_turn_baseline"]
     researcher_client.post(reverse("training_online_create"), data)
     assert Run.objects.filter(kind=Run.Kind.TRAIN).count() == 1
+
+
+def test_a_priming_selection_chains_a_priming_stage_before_grpo(
+    researcher_client: Any, world: dict[str, Any]
+) -> None:
+    url = reverse("training_online_create")
+    selection = f"run={world['source'].pk}&outcome=solved"
+    prefilled = researcher_client.get(f"{url}?{selection}").context["form"]
+    assert prefilled["priming_selection"].value() == selection, "from the transcript list's link"
+
+    nothing = researcher_client.post(
+        url, online_data(world, priming_selection="outcome=solved&q=x")
+    )
+    assert "nothing to train on" in nothing.context["form"].errors["priming_selection"][0]
+    assert not Run.objects.filter(kind=Run.Kind.TRAIN).exists()
+
+    data = online_data(
+        world, priming_selection=f"?{selection}", priming_method="sft", priming_epochs=2,
+        priming_learning_rate=0.001,
+    )  # fmt: skip
+    launched = researcher_client.post(url, data)
+    assert launched.status_code == 302
+    run, sibling = Run.objects.filter(kind=Run.Kind.TRAIN).order_by("pk")
+    config = TrainingRunConfig.from_json(run.config)
+    assert config.priming is not None and config.dataset is not None
+    assert (config.priming.method, config.priming.epochs, config.priming.learning_rate) == (
+        "sft", 2, 0.001,
+    )  # fmt: skip
+    assert config.priming.max_steps == 0 and config.priming.seed == config.training.seed
+    assert config.dataset.dialogues == 2, "the two solved dialogues, frozen"
+    assert TrainingRunConfig.from_json(sibling.config).priming == config.priming, "same priming"
+    assert run.name.startswith("sft + online SML")
+    page = researcher_client.get(launched.url).content.decode()
+    assert "Priming stage" in page and "stage 1 of 2: priming (sft)" in page
+
+
+def test_priming_left_empty_takes_the_default_method_and_settings(
+    researcher_client: Any, world: dict[str, Any]
+) -> None:
+    selection = f"run={world['source'].pk}"
+    researcher_client.post(
+        reverse("training_online_create"), online_data(world, priming_selection=selection)
+    )
+    run = Run.objects.filter(kind=Run.Kind.TRAIN).order_by("pk").first()
+    config = TrainingRunConfig.from_json(run.config)
+    assert config.priming is not None and config.priming.method == "qpriming"
+    assert config.dataset is not None and config.dataset.dialogues == 3
