@@ -75,6 +75,7 @@ embedded=("$@")
   --ignore=tests/workers/test_training.py --ignore=tests/workers/test_online_training.py
   --ignore=tests/e2e/test_training_browser.py --ignore=tests/e2e/test_training_resume.py
   --ignore=tests/e2e/test_online_training_browser.py
+  --ignore=tests/e2e/test_online_training_resume.py
 )
 env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL \
     DIALAB_DATA_DIR="$artifacts/data-embedded" \
