@@ -20,7 +20,7 @@ $py -m celery -A webapp worker --queues=default,gpu --pool=solo --concurrency=1 
   --prefetch-multiplier=1 --loglevel=INFO --hostname="demo@%h" >data/worker.log 2>&1 &
 worker_pid=$!
 echo "==> Training the house model in the background (log: data/house-model.log)"
-($py manage.py build_house_model && $py manage.py demo_project) >data/house-model.log 2>&1 &
+($py manage.py build_house_model && $py manage.py demo_project && $py manage.py sml_miniature --demo-task-sets) >data/house-model.log 2>&1 &
 house_pid=$!
 trap 'pkill -P "$house_pid" 2>/dev/null; kill "$worker_pid" "$house_pid" 2>/dev/null; wait 2>/dev/null || true' EXIT INT TERM
 

@@ -6,6 +6,7 @@ from webapp import views
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("demo/miniature/", views.demo_miniature, name="demo_miniature"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("task-sets/", include("webapp.tasks.urls")),

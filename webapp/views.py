@@ -1,5 +1,5 @@
-"""Site-wide pages: the home page (recent runs and task sets, and a house-model build while one
-runs) and the health check."""
+"""Site-wide pages: the home page (recent runs and task sets, a house-model build while one runs,
+and the demo's miniature SML button) and the health check."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from webapp.core.permissions import researcher_required
+from webapp.demo.services import demo_miniature_launch, demo_miniature_ready, demo_miniature_run
 from webapp.runs.selectors import run_list
 from webapp.tasks.selectors import task_set_list
 
@@ -126,8 +129,18 @@ def home(request: HttpRequest) -> HttpResponse:
         # A finished build is in the model list; the home page shows one only while it runs,
         # or when it failed or stopped, which needs the researcher's hand.
         "house_build": build if build is not None and build.state != "done" else None,
+        "miniature_ready": demo_miniature_ready(),
+        "miniature_run": demo_miniature_run(),
     }
     return render(request, "core/home.html", context)
+
+
+@researcher_required
+@require_POST
+def demo_miniature(request: HttpRequest) -> HttpResponse:
+    """The home page's miniature button: launch the miniature's online run (once) and open it."""
+    run = demo_miniature_launch(user=request.user)  # type: ignore[arg-type]
+    return redirect("training_run_detail", pk=run.pk)
 
 
 @login_not_required

@@ -28,14 +28,15 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from models_gpu.backends import load_generator
 from models_gpu.generators.families import guess_number
 from models_gpu.results import turn_row
-from models_gpu.spec.online import OnlineConfig, single_turn_baseline
+from models_gpu.spec.miniature import MiniatureSettings
+from models_gpu.spec.online import single_turn_baseline
 from models_gpu.spec.protocol import ProtocolSpec
 from models_gpu.spec.run import RoleSpec
 from models_gpu.spec.templates import DEFAULT_TEMPLATES, render_for_dialogue
@@ -47,24 +48,7 @@ RANGE_SIZE = 8
 LOWEST, HIGHEST_LOWER = 1, 20
 HELD_OUT_EVERY = 5
 CONDITIONS = ("base", "online", "single_turn", "sft")
-MINIATURE_ONLINE = OnlineConfig(
-    group_size=8, tasks_per_step=4, horizon=4, gamma=0.7, temperature=1.0, max_new_tokens=12,
-    store_share=0.0, eval_every=0,
-)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class MiniatureSettings:
-    """What one seed runs (the defaults are what ``sml_miniature`` reports)."""
-
-    steps: int = 120
-    heldout_tasks: int = 32
-    heldout_samples: int = 8
-    eval_turns: int = 6
-    learning_rate: float = 1.5e-4
-    sft_learning_rate: float = 1e-4
-    online: OnlineConfig = field(default_factory=lambda: MINIATURE_ONLINE)
-    eval_params: tuple[tuple[str, Any], ...] = (("temperature", 0.7), ("max_new_tokens", 12))
+REPORTED = MiniatureSettings()  # what ``sml_miniature`` runs by default
 
 
 @dataclass(frozen=True)
@@ -122,7 +106,7 @@ def run_seed(
     house_model: Path,
     work_dir: Path,
     seed: int,
-    settings: MiniatureSettings = MiniatureSettings(),
+    settings: MiniatureSettings = REPORTED,
     *,
     report: Callable[[str], None] = lambda line: None,
     conditions: Sequence[str] = CONDITIONS,
@@ -134,11 +118,7 @@ def run_seed(
     teacher = _teacher()
     protocol = ProtocolSpec(mode="didactic", max_turns=settings.eval_turns)
     heldout_jobs = _jobs(heldout_tasks, settings.heldout_samples, f"{seed}:held-out")
-    training = TrainingConfig(
-        learning_rate=settings.learning_rate, max_steps=settings.steps, seed=seed, device="cpu",
-        precision="float32", gradient_checkpointing=False, logging_steps=10,
-        save_steps=settings.steps, keep_checkpoints=1, max_length=512, lr_scheduler="constant",
-    )  # fmt: skip
+    training = settings.training(seed)
     online = settings.online
     # The task draws the online run made (its epochs over the training tasks): the SFT baseline
     # plays as many dialogues.

@@ -2,24 +2,31 @@
 
 Everything is made here, locally and deterministically: nothing is downloaded. The house model
 (``manage.py build_house_model``) takes minutes to train, so its run is added by a second call
-once the model exists; scripts/demo.sh does that in the background.
+once the model exists; scripts/demo.sh does that in the background, then adds the miniature
+reproduction's guess-the-number task sets (``manage.py sml_miniature --demo-task-sets``), which
+the home page's button trains the house model on (``demo_miniature_launch``).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from django.db import transaction
 
+from models_gpu.spec.miniature import MiniatureSettings
+from models_gpu.spec.online import single_turn_baseline
 from webapp.accounts.models import User
 from webapp.accounts.services import user_create
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.services import model_spec_register
 from webapp.runs.models import Protocol, Run
-from webapp.runs.services import evaluation_run_create
+from webapp.runs.services import evaluation_config, evaluation_run_create
 from webapp.tasks.models import Task, TaskSet
 from webapp.tasks.services import task_add, task_set_create
+from webapp.training.services import online_training_run_config, training_run_create
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "dialab-demo"
@@ -27,6 +34,10 @@ DEMO_TASK_SET = "Arithmetic (demo)"
 SHARDED_TASK_SET = "Sharded arithmetic (demo)"
 HOUSE_TASK_SET = "Small arithmetic (house model demo)"
 HOUSE_MODEL = "house"  # the ModelSpec that build_house_model registers
+MINIATURE_TASK_SET = "Guess the number (miniature: training)"
+MINIATURE_HELDOUT_TASK_SET = "Guess the number (miniature: held out)"
+MINIATURE_STUDENT = "house, sampled (miniature)"
+MINIATURE_RUN = "Miniature SML: house model learns to use feedback (seed 0)"
 _OPERATION_NAMES = {"+": "sum", "-": "difference", "*": "product"}
 
 
@@ -211,3 +222,87 @@ def _add_arithmetic_task(
         domain="arithmetic",
         shards=shards,
     )
+
+
+@transaction.atomic
+def demo_miniature_task_sets_create(
+    *, training: Sequence[Mapping[str, Any]], heldout: Sequence[Mapping[str, Any]]
+) -> bool:
+    """The miniature reproduction's task sets (``task_add``'s fields of each task), once;
+    False when they exist or there is no demo user."""
+    user = User.objects.filter(username=DEMO_USERNAME).first()
+    if user is None or TaskSet.objects.filter(name=MINIATURE_TASK_SET).exists():
+        return False
+    for name, tasks, what in (
+        (MINIATURE_TASK_SET, training, "trained on"),
+        (MINIATURE_HELDOUT_TASK_SET, heldout, "held out: ranges never trained on"),
+    ):
+        task_set = task_set_create(
+            name=name,
+            description=f"Guess a hidden number in a range of 8 from too high / too low ({what}).",
+            created_by=user,
+        )
+        for task in tasks:
+            task_add(task_set=task_set, **task)
+    return True
+
+
+def demo_miniature_run() -> Run | None:
+    """The miniature's online run launched from the demo, if there is one."""
+    return Run.objects.filter(kind=Run.Kind.TRAIN, name=MINIATURE_RUN).order_by("pk").first()
+
+
+def demo_miniature_ready() -> bool:
+    return (
+        ModelSpec.objects.filter(name=HOUSE_MODEL).exists()
+        and TaskSet.objects.filter(name=MINIATURE_HELDOUT_TASK_SET).exists()
+    )
+
+
+@transaction.atomic
+def demo_miniature_launch(*, user: User) -> Run:
+    """Online SML of the house model on the miniature's tasks with its recipe (seed 0), and its
+    single-turn RL sibling on the same generation budget; each evaluated on the held-out set
+    when it ends. Launched once: again, the run already launched."""
+    launched = demo_miniature_run()
+    if launched is not None:
+        return launched
+    settings = MiniatureSettings()
+    house = ModelSpec.objects.get(name=HOUSE_MODEL)
+    # The house model as the miniature samples it: evaluated at temperature 0.7, not greedily.
+    student, _ = model_spec_register(
+        name=MINIATURE_STUDENT, backend=house.backend, location=house.location,
+        generation_params={**house.generation_params, **dict(settings.eval_params)},
+        description="The house model, sampled as the miniature reproduction evaluates it.",
+        replace=True,
+    )  # fmt: skip
+    teacher = ModelSpec.objects.get(name="scripted feedback teacher")
+    online = settings.online
+    training_protocol, _ = Protocol.objects.get_or_create(
+        name=f"Didactic, {online.horizon} turns",
+        defaults={"mode": Protocol.Mode.DIDACTIC, "max_turns": online.horizon},
+    )
+    eval_protocol, _ = Protocol.objects.get_or_create(
+        name=f"Didactic, {settings.eval_turns} turns",
+        defaults={"mode": Protocol.Mode.DIDACTIC, "max_turns": settings.eval_turns},
+    )
+    config = online_training_run_config(
+        base=student,
+        rollouts=evaluation_config(
+            task_set=TaskSet.objects.get(name=MINIATURE_TASK_SET), protocol=training_protocol,
+            student=student, teacher=teacher,
+        ),
+        training=settings.training(seed=0, device="auto"),
+        online=online,
+        evaluation=evaluation_config(
+            task_set=TaskSet.objects.get(name=MINIATURE_HELDOUT_TASK_SET),
+            protocol=eval_protocol, student=student, teacher=teacher,
+            samples_per_task=settings.heldout_samples,
+        ),
+    )  # fmt: skip
+    run = training_run_create(name=MINIATURE_RUN, config=config, created_by=user)
+    sibling = replace(config, online=single_turn_baseline(online))
+    training_run_create(
+        name=f"{MINIATURE_RUN}: single-turn RL baseline", config=sibling, created_by=user
+    )
+    return run

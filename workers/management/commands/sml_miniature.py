@@ -31,6 +31,12 @@ class Command(BaseCommand):
             default=None,
             help="A subset of base, online, single_turn, sft (default: all).",
         )
+        parser.add_argument(
+            "--demo-task-sets",
+            action="store_true",
+            help="Only add the miniature's training and held-out tasks (seed 0) to the demo "
+            "project, for its home page button (scripts/demo.sh does this); train nothing.",
+        )
 
     def handle(
         self,
@@ -39,11 +45,17 @@ class Command(BaseCommand):
         steps: int | None,
         work_dir: str | None,
         conditions: list[str] | None,
+        demo_task_sets: bool,
         **_: Any,
     ) -> None:
         from dataclasses import replace
 
+        from models_gpu.spec.miniature import MiniatureSettings
         from models_gpu.training import miniature
+
+        if demo_task_sets:
+            self._demo_task_sets(miniature.split_tasks(0, MiniatureSettings().heldout_tasks))
+            return
 
         chosen = conditions or list(miniature.CONDITIONS)
         unknown = sorted(set(chosen) - set(miniature.CONDITIONS))
@@ -55,7 +67,7 @@ class Command(BaseCommand):
         if not (house / "config.json").is_file():
             self.stdout.write("The house model is not built yet: building it first.")
             call_command("build_house_model")
-        settings = miniature.MiniatureSettings()
+        settings = MiniatureSettings()
         if steps is not None:
             settings = replace(settings, steps=steps)
         root = Path(work_dir or tempfile.mkdtemp(prefix="sml-miniature-"))
@@ -67,6 +79,24 @@ class Command(BaseCommand):
             for seed in seeds
         }
         self._report(per_seed, chosen, settings.eval_turns)
+
+    def _demo_task_sets(self, split: tuple[list[Any], list[Any]]) -> None:
+        from webapp.demo.services import demo_miniature_task_sets_create
+
+        def fields(task: Any) -> dict[str, Any]:
+            return {
+                "prompt": task.prompt, "reference": dict(task.reference),
+                "verifier_kind": task.verifier_kind, "domain": task.domain,
+            }  # fmt: skip
+
+        training, heldout = ([fields(task) for task in tasks] for tasks in split)
+        if demo_miniature_task_sets_create(training=training, heldout=heldout):
+            self.stdout.write(
+                f"Added the miniature's task sets to the demo: {len(training)} training tasks, "
+                f"{len(heldout)} held out."
+            )
+        else:
+            self.stdout.write("The miniature's task sets are there already (or no demo project).")
 
     def _report(self, per_seed: dict[int, list[Any]], conditions: list[str], turns: int) -> None:
         pooled: dict[str, list[Proportion]] = {}
