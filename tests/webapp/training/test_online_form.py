@@ -85,7 +85,7 @@ def test_a_priming_selection_chains_a_priming_stage_before_grpo(
 ) -> None:
     url = reverse("training_online_create")
     selection = f"run={world['source'].pk}&outcome=solved"
-    prefilled = researcher_client.get(f"{url}?{selection}").context["form"]
+    prefilled = researcher_client.get(f"{url}?{selection}&page=2").context["form"]
     assert prefilled["priming_selection"].value() == selection, "from the transcript list's link"
 
     nothing = researcher_client.post(

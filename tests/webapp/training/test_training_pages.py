@@ -23,6 +23,9 @@ def test_the_transcript_list_offers_training_on_its_filter(
 ) -> None:
     html = researcher_client.get(reverse("dialogue_list"), {"outcome": "solved"}).content.decode()
     assert re.search(r'id="train-these" href="/training/new/\?outcome=solved&amp;page=1"', html)
+    assert re.search(
+        r'id="prime-these" href="/training/online/new/\?outcome=solved&amp;page=1"', html
+    )
     form = researcher_client.get(reverse("training_create"), {"outcome": "solved", "page": 1})
     page = form.content.decode()
     assert "<strong>2</strong> dialogues (2 solved), 6 turns of which 4 by the student" in page
