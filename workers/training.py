@@ -112,12 +112,12 @@ class ProgressReader:
     (``rollouts.jsonl``) as dialogues of the run, each with its step."""
 
     def __init__(
-        self, run_id: int, path: Path, rollouts: Path | None = None, curves_prefix: str = ""
+        self, run_id: int, path: Path, rollouts: Path | None = None, curves: str = ""
     ) -> None:
         self.run_id = run_id
         self.progress = AppendedLines(path)
         self.rollouts = AppendedLines(rollouts) if rollouts else None
-        self.curves_prefix = curves_prefix
+        self.curves = curves  # the prefix of the curves' names
 
     def read_new(self) -> None:
         # A step's rollouts are written before its log entry: read after the entries and stored
@@ -131,7 +131,7 @@ class ProgressReader:
 
     def record(self, entry: Mapping[str, Any]) -> None:
         step = int(entry["step"])
-        values = {self.curves_prefix + name: v for name, v in metric_values(entry).items()}
+        values = {self.curves + name: v for name, v in metric_values(entry).items()}
         if values:
             services.metric_points_record(run_id=self.run_id, step=step, values=values)
         if entry.get("kind") != "heldout":
@@ -263,26 +263,11 @@ def _train(run_id: int) -> None:
         config = TrainingRunConfig.from_json(run.config)
         if run.attempts > 1:
             logger.info("run %s: claimed again (attempt %s)", run_id, run.attempts)
-        out = services.training_output_dir(run)
-        base_model, primed = config.base.location, None
-        if config.priming is not None:
-            job = dataset_job(config, out / PRIMING_DIR, base_model)
-            reader = ProgressReader(
-                run_id, job.progress_path, curves_prefix=services.PRIMING_CURVES
-            )
-            primed = _run_stage(run_id, job, reader, watch)
-            if primed is None:
-                return
-            base_model = primed["final_dir"]
-        if config.is_online:
-            job = online_job(config, out, base_model)
-            reader = ProgressReader(run_id, job.progress_path, job.rollouts_path)
-        else:
-            job = dataset_job(config, out, base_model)
-            reader = ProgressReader(run_id, job.progress_path)
-        result = _run_stage(run_id, job, reader, watch)
-        if result is None:
+        stages = _train_stages(run_id, config, services.training_output_dir(run), watch)
+        if stages is None:
+            runs.run_finish(run_id=run_id, status=Run.Status.CANCELLED)
             return
+        result, primed = stages
         trained = services.trained_model_register(run_id=run_id, location=result["final_dir"])
         services.evaluations_launch(run_id=run_id, trained=trained)
     except DATABASE_LOST:
@@ -303,18 +288,41 @@ def _train(run_id: int) -> None:
     runs.run_finish(run_id=run_id, status=Run.Status.SUCCEEDED, accounting=accounting)
 
 
+def _train_stages(
+    run_id: int, config: TrainingRunConfig, out: Path, watch: CancelWatch
+) -> tuple[Any, Any] | None:
+    """Train the run's priming stage, if it has one, then its own training from the model the
+    priming made; (the training's result, the priming's or None), or None when cancelled."""
+    base_model, primed = config.base.location, None
+    if config.priming is not None:
+        job = dataset_job(config, out / PRIMING_DIR, base_model)
+        primed = _run_stage(
+            run_id,
+            job,
+            ProgressReader(run_id, job.progress_path, curves=services.PRIMING_CURVES),
+            watch,
+        )
+        if primed is None:
+            return None
+        base_model = primed["final_dir"]
+    if config.is_online:
+        online = online_job(config, out, base_model)
+        reader = ProgressReader(run_id, online.progress_path, online.rollouts_path)
+        result = _run_stage(run_id, online, reader, watch)
+    else:
+        offline = dataset_job(config, out, base_model)
+        result = _run_stage(run_id, offline, ProgressReader(run_id, offline.progress_path), watch)
+    return None if result is None else (result, primed)
+
+
 def _run_stage(
     run_id: int, job: TrainingJob | OnlineTrainingJob, reader: ProgressReader, watch: CancelWatch
 ) -> Any:
-    """Run one stage of the run's training; its result, or None when it stopped on a cancel
-    (the run is then finished as cancelled)."""
+    """Run one stage of the run's training; its result, or None when it stopped on a cancel."""
     result = run_training_job(job, reader, watch)
     if result["resumed_from"]:
         logger.info("run %s: resumed from %s", run_id, result["resumed_from"])
-    if result["stopped"]:
-        runs.run_finish(run_id=run_id, status=Run.Status.CANCELLED)
-        return None
-    return result
+    return None if result["stopped"] else result
 
 
 # A preview tokenizes this many dialogues of the selection (the first by id) and scales its
