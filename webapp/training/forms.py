@@ -223,7 +223,9 @@ class OnlineTrainingForm(_LaunchForm):
         # learning rate that moves a policy by reward within a few hundred steps.
         self.fields["logging_steps"].initial = 1
         self.fields["learning_rate"].initial = ONLINE_LEARNING_RATE
-        self.fields["epochs"].help_text = (
+        self.fields[
+            "epochs"
+        ].help_text = (
             "Passes over the training tasks, each played group_size times (when max_steps is 0)."
         )
         for name in ("epochs", "learning_rate"):  # filled in with the defaults when left empty

@@ -7,7 +7,6 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from webapp.runs.metrics import Proportion, difference_interval, wilson_interval
 from workers.management.commands.build_house_model import house_model_dir
 
 
@@ -32,6 +31,15 @@ class Command(BaseCommand):
             help="A subset of base, online, single_turn, sft (default: all).",
         )
         parser.add_argument(
+            "--results", default=None, help="Write the per-seed results to this JSON file."
+        )
+        parser.add_argument(
+            "--report-from",
+            default=None,
+            help="Train nothing: report (and draw) the results an earlier --results wrote.",
+        )
+        parser.add_argument("--figure", default=None, help="Draw the curves to this SVG file.")
+        parser.add_argument(
             "--demo-task-sets",
             action="store_true",
             help="Only add the miniature's training and held-out tasks (seed 0) to the demo "
@@ -46,15 +54,27 @@ class Command(BaseCommand):
         work_dir: str | None,
         conditions: list[str] | None,
         demo_task_sets: bool,
+        results: str | None,
+        report_from: str | None,
+        figure: str | None,
         **_: Any,
     ) -> None:
         from dataclasses import replace
 
         from models_gpu.spec.miniature import MiniatureSettings
         from models_gpu.training import miniature
+        from workers import miniature_report
 
         if demo_task_sets:
             self._demo_task_sets(miniature.split_tasks(0, MiniatureSettings().heldout_tasks))
+            return
+        settings = MiniatureSettings()
+        if steps is not None:
+            settings = replace(settings, steps=steps)
+        if report_from:
+            reported = miniature_report.read_results(Path(report_from))
+            found = [r.condition for r in next(iter(reported.values()))]
+            self._report(reported, found, settings.eval_turns, figure)
             return
 
         chosen = conditions or list(miniature.CONDITIONS)
@@ -67,9 +87,6 @@ class Command(BaseCommand):
         if not (house / "config.json").is_file():
             self.stdout.write("The house model is not built yet: building it first.")
             call_command("build_house_model")
-        settings = MiniatureSettings()
-        if steps is not None:
-            settings = replace(settings, steps=steps)
         root = Path(work_dir or tempfile.mkdtemp(prefix="sml-miniature-"))
         self.stdout.write(f"Checkpoints in {root}")
         per_seed = {
@@ -78,7 +95,9 @@ class Command(BaseCommand):
             )
             for seed in seeds
         }
-        self._report(per_seed, chosen, settings.eval_turns)
+        if results:
+            miniature_report.write_results(Path(results), per_seed, {"steps": settings.steps})
+        self._report(per_seed, chosen, settings.eval_turns, figure)
 
     def _demo_task_sets(self, split: tuple[list[Any], list[Any]]) -> None:
         from webapp.demo.services import demo_miniature_task_sets_create
@@ -98,41 +117,23 @@ class Command(BaseCommand):
         else:
             self.stdout.write("The miniature's task sets are there already (or no demo project).")
 
-    def _report(self, per_seed: dict[int, list[Any]], conditions: list[str], turns: int) -> None:
-        pooled: dict[str, list[Proportion]] = {}
-        for condition in conditions:
-            rows = [r for results in per_seed.values() for r in results if r.condition == condition]
-            total = sum(r.dialogues for r in rows)
-            pooled[condition] = [
-                wilson_interval(sum(r.solved_by_turn[k] for r in rows), total) for k in range(turns)
-            ]
+    def _report(
+        self, per_seed: dict[int, list[Any]], conditions: list[str], turns: int, figure: str | None
+    ) -> None:
+        from workers import miniature_report
+
+        curves = miniature_report.pooled(per_seed, conditions, turns)
         self.stdout.write(
             f"\nAccuracy after turn k on held-out tasks, seeds {sorted(per_seed)} pooled, "
             "95% Wilson intervals:"
         )
-        header = "condition    " + "".join(f"{f'turn {k}':>22}" for k in range(1, turns + 1))
-        self.stdout.write(header)
-        for condition, curve in pooled.items():
-            cells = "".join(
-                f"{f'{p.percent:.1f} [{p.low_percent:.1f}, {p.high_percent:.1f}]':>22}"
-                for p in curve
-            )
-            self.stdout.write(f"{condition:<13}{cells}")
-        self.stdout.write("\nGain over the base model (points, Newcombe 95% interval):")
-        for condition in conditions:
-            if condition == "base":
-                continue
-            gains = [
-                difference_interval(base, trained)
-                for base, trained in zip(pooled["base"], pooled[condition], strict=True)
-            ]
-            cells = "".join(
-                f"{f'{g.points:+.1f} [{g.low_points:+.1f}, {g.high_points:+.1f}]':>22}"
-                for g in gains
-            )
-            self.stdout.write(f"{condition:<13}{cells}")
-        if "online" in pooled:
-            first = difference_interval(pooled["base"][0], pooled["online"][0])
-            last = difference_interval(pooled["base"][-1], pooled["online"][-1])
-            self.stdout.write(f"gain_turn_1: {first.points:.1f}")
-            self.stdout.write(f"gain_turn_{turns}: {last.points:.1f}")
+        for line in miniature_report.table_lines(curves):
+            self.stdout.write(line)
+        if figure:
+            title = f"Held-out accuracy after turn k, seeds {sorted(per_seed)} pooled (95% CI)"
+            Path(figure).write_text(miniature_report.figure_svg(curves, title), encoding="utf-8")
+            self.stdout.write(f"Figure: {figure}")
+        if "online" in curves:
+            online = miniature_report.gains(curves, "online")
+            self.stdout.write(f"gain_turn_1: {online[0].points:.1f}")
+            self.stdout.write(f"gain_turn_{turns}: {online[-1].points:.1f}")

@@ -1,0 +1,40 @@
+"""The miniature's report: seeds pooled, gains, results JSON read back, and the SVG figure."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+from models_gpu.training.miniature import ConditionResult
+from workers import miniature_report
+
+PER_SEED = {
+    0: [ConditionResult("base", (1, 2, 4), 10, 0.0), ConditionResult("online", (2, 5, 9), 10, 3.0)],
+    1: [ConditionResult("base", (0, 1, 2), 10, 0.0), ConditionResult("online", (1, 3, 7), 10, 4.0)],
+}
+
+
+def test_seeds_pool_and_gains_are_against_the_base() -> None:
+    curves = miniature_report.pooled(PER_SEED, ["base", "online"], 3)
+    assert [(p.successes, p.total) for p in curves["online"]] == [(3, 20), (8, 20), (16, 20)]
+    gains = miniature_report.gains(curves, "online")
+    assert [round(g.points, 1) for g in gains] == [10.0, 25.0, 50.0]
+    assert gains[-1].low > 0, "16 of 20 against 6 of 20: the interval excludes 0"
+    lines = miniature_report.table_lines(curves)
+    assert lines[1].startswith("base") and "80.0 [" in lines[2]
+    assert lines[-1].startswith("online") and "+50.0 [" in lines[-1]
+
+
+def test_results_round_trip_and_the_figure_is_an_svg_with_a_line_per_condition(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "results.json"
+    miniature_report.write_results(path, PER_SEED, {"steps": 120})
+    assert miniature_report.read_results(path) == PER_SEED
+    curves = miniature_report.pooled(PER_SEED, ["base", "online"], 3)
+    svg = ElementTree.fromstring(miniature_report.figure_svg(curves, "a <title> & more"))
+    namespace = "{http://www.w3.org/2000/svg}"
+    assert len(svg.findall(f"{namespace}polyline")) == 2
+    assert len(svg.findall(f"{namespace}circle")) == 6, "a point per condition and turn"
+    texts = [element.text for element in svg.iter(f"{namespace}text")]
+    assert "a <title> & more" in texts and "online SML" in texts and "90%" in texts
