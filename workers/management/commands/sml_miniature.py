@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--figure", default=None, help="Draw the curves to this SVG file.")
         parser.add_argument(
+            "--threads",
+            type=int,
+            default=None,
+            help="CPU threads for training (default: every core; on a busy machine, fewer).",
+        )
+        parser.add_argument(
             "--demo-task-sets",
             action="store_true",
             help="Only add the miniature's training and held-out tasks (seed 0) to the demo "
@@ -57,10 +64,12 @@ class Command(BaseCommand):
         results: str | None,
         report_from: str | None,
         figure: str | None,
+        threads: int | None,
         **_: Any,
     ) -> None:
         from dataclasses import replace
 
+        from models_gpu.devices import TRAINING_THREADS_ENV, usable_cores
         from models_gpu.spec.miniature import MiniatureSettings
         from models_gpu.training import miniature
         from workers import miniature_report
@@ -87,6 +96,10 @@ class Command(BaseCommand):
         if not (house / "config.json").is_file():
             self.stdout.write("The house model is not built yet: building it first.")
             call_command("build_house_model")
+        if threads is not None and threads < 1:
+            raise CommandError("--threads must be at least 1")
+        # This command is the machine's only work: train on every core unless told otherwise.
+        os.environ[TRAINING_THREADS_ENV] = str(threads or usable_cores())
         root = Path(work_dir or tempfile.mkdtemp(prefix="sml-miniature-"))
         self.stdout.write(f"Checkpoints in {root}")
         per_seed = {
