@@ -74,15 +74,19 @@ def write_results(path: Path, per_seed: PerSeed, settings: Mapping[str, Any]) ->
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
-def read_results(path: Path) -> dict[int, list[ConditionResult]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {
-        int(seed): [
-            ConditionResult(**{**row, "solved_by_turn": tuple(row["solved_by_turn"])})
-            for row in results
-        ]
-        for seed, results in data["seeds"].items()
-    }
+def read_results(paths: Sequence[Path]) -> dict[int, list[ConditionResult]]:
+    """The seeds of every file ``write_results`` wrote (ValueError for a seed in two files)."""
+    per_seed: dict[int, list[ConditionResult]] = {}
+    for path in paths:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for seed, results in data["seeds"].items():
+            if int(seed) in per_seed:
+                raise ValueError(f"seed {seed} is in {path} and in an earlier file")
+            per_seed[int(seed)] = [
+                ConditionResult(**{**row, "solved_by_turn": tuple(row["solved_by_turn"])})
+                for row in results
+            ]
+    return per_seed
 
 
 # The figure's geometry, in SVG user units.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+import pytest
+
 from models_gpu.training.miniature import ConditionResult
 from workers import miniature_report
 
@@ -28,9 +30,12 @@ def test_seeds_pool_and_gains_are_against_the_base() -> None:
 def test_results_round_trip_and_the_figure_is_an_svg_with_a_line_per_condition(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "results.json"
-    miniature_report.write_results(path, PER_SEED, {"steps": 120})
-    assert miniature_report.read_results(path) == PER_SEED
+    first, second = tmp_path / "seed0.json", tmp_path / "seed1.json"
+    miniature_report.write_results(first, {0: PER_SEED[0]}, {"steps": 120})
+    miniature_report.write_results(second, {1: PER_SEED[1]}, {"steps": 120})
+    assert miniature_report.read_results([first, second]) == PER_SEED, "seeds of two files"
+    with pytest.raises(ValueError, match="seed 0 is in"):
+        miniature_report.read_results([first, first])
     curves = miniature_report.pooled(PER_SEED, ["base", "online"], 3)
     svg = ElementTree.fromstring(miniature_report.figure_svg(curves, "a <title> & more"))
     namespace = "{http://www.w3.org/2000/svg}"

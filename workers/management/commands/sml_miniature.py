@@ -36,8 +36,10 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--report-from",
+            nargs="+",
             default=None,
-            help="Train nothing: report (and draw) the results an earlier --results wrote.",
+            help="Train nothing: report (and draw) the results earlier --results wrote (several "
+            "files: their seeds pooled).",
         )
         parser.add_argument("--figure", default=None, help="Draw the curves to this SVG file.")
         parser.add_argument(
@@ -62,7 +64,7 @@ class Command(BaseCommand):
         conditions: list[str] | None,
         demo_task_sets: bool,
         results: str | None,
-        report_from: str | None,
+        report_from: list[str] | None,
         figure: str | None,
         threads: int | None,
         **_: Any,
@@ -81,7 +83,7 @@ class Command(BaseCommand):
         if steps is not None:
             settings = replace(settings, steps=steps)
         if report_from:
-            reported = miniature_report.read_results(Path(report_from))
+            reported = miniature_report.read_results([Path(path) for path in report_from])
             found = [r.condition for r in next(iter(reported.values()))]
             self._report(reported, found, settings.eval_turns, figure)
             return
