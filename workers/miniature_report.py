@@ -94,9 +94,12 @@ WIDTH, HEIGHT = 640, 400
 LEFT, RIGHT, TOP, BOTTOM = 60, 170, 40, 50
 
 
-def figure_svg(curves: Mapping[str, Sequence[Proportion]], title: str) -> str:
+def figure_svg(
+    curves: Mapping[str, Sequence[Proportion]], title: str, horizon: int | None = None
+) -> str:
     """Accuracy after turn k per condition: a line through the pooled rates, a bar for each
-    95% interval, conditions side by side at each turn so that the bars do not overlap."""
+    95% interval, conditions side by side at each turn so that the bars do not overlap; a dashed
+    line at the training ``horizon``."""
     turns = len(next(iter(curves.values())))
     top = max(p.high for curve in curves.values() for p in curve)
     y_max = max(0.1, (int(top * 10) + 1) / 10)  # the next 10% above every interval
@@ -126,9 +129,18 @@ def figure_svg(curves: Mapping[str, Sequence[Proportion]], title: str) -> str:
             f'<text x="{x(turn):.1f}" y="{TOP + plot_h + 18}" text-anchor="middle">{turn}</text>'
         )
     parts.append(
-        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 10}" text-anchor="middle">'
-        "accuracy after turn k (k)</text>"
+        f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 10}" text-anchor="middle">turn k</text>'
+        f'<text transform="translate(16 {TOP + plot_h / 2}) rotate(-90)" text-anchor="middle">'
+        "accuracy after turn k</text>"
     )
+    if horizon is not None:
+        edge = x(horizon) + plot_w / turns / 2
+        parts.append(
+            f'<line x1="{edge:.1f}" x2="{edge:.1f}" y1="{TOP}" y2="{TOP + plot_h}" '
+            'stroke="#98a2b3" stroke-dasharray="4 4"/>'
+            f'<text x="{edge - 4:.1f}" y="{TOP + 12}" text-anchor="end" fill="#667085">'
+            "training horizon</text>"
+        )
     spread = 0.3 / max(1, len(curves) - 1)
     for index, (condition, curve) in enumerate(curves.items()):
         colour = COLOURS.get(condition, "#101828")

@@ -135,6 +135,7 @@ class Command(BaseCommand):
     def _report(
         self, per_seed: dict[int, list[Any]], conditions: list[str], turns: int, figure: str | None
     ) -> None:
+        from models_gpu.spec.miniature import MINIATURE_ONLINE
         from workers import miniature_report
 
         curves = miniature_report.pooled(per_seed, conditions, turns)
@@ -146,7 +147,8 @@ class Command(BaseCommand):
             self.stdout.write(line)
         if figure:
             title = f"Held-out accuracy after turn k, seeds {sorted(per_seed)} pooled (95% CI)"
-            Path(figure).write_text(miniature_report.figure_svg(curves, title), encoding="utf-8")
+            svg = miniature_report.figure_svg(curves, title, horizon=MINIATURE_ONLINE.horizon)
+            Path(figure).write_text(svg, encoding="utf-8")
             self.stdout.write(f"Figure: {figure}")
         if "online" in curves:
             online = miniature_report.gains(curves, "online")
