@@ -2,7 +2,8 @@
 # Set Dialab up on this machine and start it with the embedded defaults (SQLite and a file-based
 # broker under ./data), a real Celery worker, and a demo project. Ctrl-C stops everything.
 # While the pages are up, the house model trains in the background (a few minutes on a laptop
-# CPU; log: data/house-model.log) and its demo run is launched when it is ready.
+# CPU; log: data/house-model.log), its demo run is launched when it is ready, and the miniature
+# SML reproduction's tasks are added for the home page's button.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
