@@ -167,6 +167,9 @@ ONLINE_TRAINING_SETTINGS = tuple(
     }
 )
 ONLINE_FIELDS = ("task_set", "protocol", "teacher", "single_turn_baseline")
+ONLINE_EPOCHS_HELP = (
+    "Passes over the training tasks, each played group_size times (when max_steps is 0)."
+)
 PRIMING_METHOD = "qpriming"  # the default: the papers prime with Q-priming before RL
 PRIMING_FIELDS = ("priming_selection", "priming_method", "priming_epochs", "priming_learning_rate")
 
@@ -223,11 +226,7 @@ class OnlineTrainingForm(_LaunchForm):
         # learning rate that moves a policy by reward within a few hundred steps.
         self.fields["logging_steps"].initial = 1
         self.fields["learning_rate"].initial = ONLINE_LEARNING_RATE
-        self.fields[
-            "epochs"
-        ].help_text = (
-            "Passes over the training tasks, each played group_size times (when max_steps is 0)."
-        )
+        self.fields["epochs"].help_text = ONLINE_EPOCHS_HELP
         for name in ("epochs", "learning_rate"):  # filled in with the defaults when left empty
             field = self.fields[f"priming_{name}"] = setting_field(SETTINGS_BY_NAME[name])
             field.label, field.required = f"priming {name.replace('_', ' ')}", False
