@@ -36,11 +36,17 @@ from webapp.training.models import TrainingPreview
 def training_create(request: HttpRequest) -> HttpResponse:
     """GET ``?<transcript filter>``: the form for training on what that filter selects."""
     reader: User = request.user  # type: ignore[assignment]
-    selection = request.GET.copy()
-    selection.pop("page", None)  # the list's page is not part of the selection
-    initial = {"selection": selection.urlencode()}
+    initial = {"selection": _selection(request)}
     form = TrainingForm(request.POST or None, initial=initial, reader=reader)
     return _launch_page(request, form, _launch, "training/training_form.html")
+
+
+def _selection(request: HttpRequest) -> str:
+    """The transcript filter a link from the transcript list carries (its page is not part of
+    the selection)."""
+    selection = request.GET.copy()
+    selection.pop("page", None)
+    return selection.urlencode()
 
 
 def _launch_page(
@@ -139,9 +145,7 @@ def _run_config(data: dict[str, Any], **fields: str) -> RunConfig:
 def training_online_create(request: HttpRequest) -> HttpResponse:
     """The online SML launch form; with the single-turn baseline, two sibling runs. GET
     ``?<transcript filter>`` fills in the priming stage's selection."""
-    selection = request.GET.copy()
-    selection.pop("page", None)
-    initial = {"priming_selection": selection.urlencode()}
+    initial = {"priming_selection": _selection(request)}
     form = OnlineTrainingForm(request.POST or None, initial=initial, reader=request.user)
     return _launch_page(request, form, _launch_online, "training/online_form.html")
 

@@ -88,6 +88,8 @@ class Command(BaseCommand):
             self._report(reported, found, settings.eval_turns, figure)
             return
 
+        if threads is not None and threads < 1:
+            raise CommandError("--threads must be at least 1")
         chosen = conditions or list(miniature.CONDITIONS)
         unknown = sorted(set(chosen) - set(miniature.CONDITIONS))
         if unknown:
@@ -98,8 +100,6 @@ class Command(BaseCommand):
         if not (house / "config.json").is_file():
             self.stdout.write("The house model is not built yet: building it first.")
             call_command("build_house_model")
-        if threads is not None and threads < 1:
-            raise CommandError("--threads must be at least 1")
         # This command is the machine's only work: train on every core unless told otherwise.
         os.environ[TRAINING_THREADS_ENV] = str(threads or usable_cores())
         root = Path(work_dir or tempfile.mkdtemp(prefix="sml-miniature-"))
