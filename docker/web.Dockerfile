@@ -2,6 +2,13 @@
 # Dialab web image: Django under gunicorn, plus the one-shot `migrate` service and management
 # commands. No torch: the web process never loads model code.
 # Build context: the repository root (see docker/compose.yaml).
+
+# The charts' JavaScript: the plotly.js bundle scripts/setup.sh pins, fetched with npm in a stage
+# of its own, so that neither Node nor npm is in the image.
+FROM node:20-bookworm-slim AS plotly-js
+COPY scripts/setup.sh /tmp/setup.sh
+RUN bash /tmp/setup.sh --plotly-js /plotly-js
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -23,6 +30,11 @@ RUN --mount=type=cache,target=/root/.cache/pip \
     python /tmp/build/pyproject_deps.py /tmp/build/pyproject.toml serve > /tmp/build/requirements.txt \
  && pip install -r /tmp/build/requirements.txt \
  && rm -rf /tmp/build
+
+# Where settings.DIALAB_VENDOR_DIR looks (<sys.prefix>/share/dialab/vendor), with the .gz that
+# WhiteNoise sends to browsers that accept it (as setup.sh writes it outside Docker).
+COPY --from=plotly-js /plotly-js /opt/venv/share/dialab/vendor
+RUN python -m whitenoise.compress --quiet /opt/venv/share/dialab/vendor
 
 # Then the code, owned by root and read-only for the service user.
 WORKDIR /app

@@ -8,6 +8,7 @@ broker under the data directory, so a laptop needs nothing but the Python packag
 from __future__ import annotations
 
 import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -195,12 +196,19 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    # plotly.min.js comes from the installed plotly package, not from the repository.
+    # The partial plotly.js bundle that setup installs (not in the repository): see below.
     "webapp.core.staticfinders.PlotlyJsFinder",
 ]
 # Serve straight from the finders: no collectstatic step for the embedded default.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
+# Third-party JavaScript that scripts/setup.sh installs (from npm's registry) into the Python
+# environment, as the Python packages are: inside .venv (or the image's /opt/venv), so every
+# data directory of an installation shares it and git never sees it.
+DIALAB_VENDOR_DIR = Path(sys.prefix) / "share" / "dialab" / "vendor"
+# plotly.js is served as vendor/plotly-basic.<content hash>.min.js: a new bundle gets a new name,
+# so WhiteNoise marks it immutable: browsers keep it without asking again (other files: 60 s).
+WHITENOISE_IMMUTABLE_FILE_TEST = r"/vendor/plotly-basic\.[0-9a-f]{12}\.min\.js$"
 
 # Training data and checkpoints: on storage that the web server and the training workers share
 # (a dataset snapshot is written by the web process at launch and read by the worker; a trained

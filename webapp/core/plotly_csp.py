@@ -4,9 +4,10 @@ plotly.js writes two ``<style>`` elements into the page when it loads: an empty 
 fills rule by rule through the CSSOM (which CSP does not govern), and the stylesheet of its
 bundled map library (maplibre), as text. Rather than ``'unsafe-inline'``, which would admit any
 inline style an injection managed to write, the run page admits exactly these two texts by their
-hashes. They are read from the bundle the installed plotly package serves (``staticfinders``),
-so a plotly upgrade that changes the map stylesheet needs no edit here; if a new bundle writes
-its styles some other way, the browser tests, which fail on any violation, say so.
+hashes. They are read from the bundle the pages load (the partial bundle that setup installs,
+``staticfinders.plotly_js_path``; even it carries the map stylesheet), so a plotly.js upgrade
+that changes the stylesheet needs no edit here; if a new bundle writes its styles some other
+way, the browser tests, which fail on any violation, say so.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def style_sources(bundle: str) -> tuple[str, ...]:
 
 @functools.cache
 def plotly_style_sources() -> tuple[str, ...]:
-    """``style_sources`` of the installed plotly.min.js (read once per process)."""
+    """``style_sources`` of the plotly.js bundle the pages load (read once per process)."""
     path = plotly_js_path()
     bundle = path.read_text(encoding="utf-8") if path is not None and path.exists() else ""
     return style_sources(bundle)

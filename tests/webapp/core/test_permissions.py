@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 
 from tests.factories import TaskSetFactory
+from webapp.core.templatetags.dialab import plotly_js_url
 
 pytestmark = pytest.mark.django_db
 
@@ -60,6 +61,6 @@ def test_health_check_needs_no_login(client) -> None:  # type: ignore[no-untyped
 
 def test_login_page_and_plotly_are_served(client) -> None:  # type: ignore[no-untyped-def]
     assert client.get(reverse("login")).status_code == 200
-    response = client.get("/static/vendor/plotly.min.js")
+    response = client.get(plotly_js_url())
     assert response.status_code == 200
     assert b"plotly" in b"".join(response.streaming_content)[:2000].lower()

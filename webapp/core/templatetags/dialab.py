@@ -51,3 +51,14 @@ def query_without_page(context: template.Context) -> str:
     params = context["request"].GET.copy()
     params.pop("page", None)
     return str(params.urlencode())
+
+
+@register.simple_tag
+def plotly_js_url() -> str:
+    """The URL of the installed plotly.js bundle, whose name carries its content hash (see
+    core.staticfinders). Without a bundle, a URL that answers 404: the system check says why."""
+    from django.templatetags.static import static
+
+    from webapp.core.staticfinders import STATIC_DIR, plotly_static_path
+
+    return static(plotly_static_path() or f"{STATIC_DIR}/plotly-basic.min.js")
