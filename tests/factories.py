@@ -82,6 +82,7 @@ def frozen_run(
     protocol: Protocol | None = None,
     name: str = "run",
     batch_size: int = 64,
+    seed: int = 0,
     **fields: Any,
 ) -> Run:
     """A run row with the configuration the launch service would freeze for these rows, created
@@ -92,7 +93,7 @@ def frozen_run(
     roles = {"teacher": teacher, "user_simulator": user_simulator, "judge": judge}
     config = evaluation_config(
         task_set=task_set, protocol=protocol, student=student, batch_size=batch_size,
-        check=False, **roles,
+        seed=seed, check=False, **roles,
     )  # fmt: skip
     return Run.objects.create(
         name=name,

@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "webapp.dialogues",
     "webapp.annotations",
     "webapp.training",
+    "webapp.experiments",
     "webapp.demo",
     # Management commands that need model code (generators, verifiers) live with the workers.
     "workers",

@@ -17,5 +17,6 @@ urlpatterns = [
     path("dialogues/", include("webapp.dialogues.urls")),
     path("annotations/", include("webapp.annotations.urls")),
     path("training/", include("webapp.training.urls")),
+    path("experiments/", include("webapp.experiments.urls")),
     path("people/", include("webapp.accounts.urls")),
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from models_gpu.spec.backends import backend_problems
@@ -105,6 +105,16 @@ class RunConfig:
         """Identifies identical configurations (sha256 of the canonical JSON)."""
         canonical = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def seed_group_hash(self) -> str:
+        """Identifies configurations that differ at most in their seed: repeats of one
+        experiment, whose results are averaged across seeds."""
+        return replace(self, seed=0).config_hash()
+
+    def student_free_hash(self) -> str:
+        """Identifies configurations that differ at most in their student: the same
+        evaluation of two models (a trained one and its base)."""
+        return replace(self, student=RoleSpec(backend="", location="")).config_hash()
 
 
 def exact_keys(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:

@@ -58,6 +58,13 @@ def test_cancel_from_the_page_stops_a_running_run_within_seconds(page, start_wor
     wait_until(lambda: Dialogue.objects.filter(run=run).count() >= 6, timeout=60)
     page.wait_for_selector("#run-status:has-text('Running')")
 
+    # Cancelling asks first (static/dialab/confirm.js): dismissed, the run goes on.
+    questions: list[str] = []
+    page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.dismiss()))
+    page.click("#cancel-run")
+    assert questions and questions[0].startswith("Cancel this run?")
+    assert not Run.objects.get(pk=run.pk).cancel_requested
+    page.once("dialog", lambda dialog: dialog.accept())
     clicked = time.monotonic()
     page.click("#cancel-run")
     wait_until(lambda: Run.objects.get(pk=run.pk).is_finished, timeout=30, interval=0.05)

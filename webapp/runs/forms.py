@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
@@ -21,10 +22,12 @@ from models_gpu.spec.run import (
     RunConfigError,
 )
 from models_gpu.spec.templates import TEMPLATE_HELP, TEMPLATE_NAMES, resolve_templates
+from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.selectors import model_choices
-from webapp.runs.models import Protocol
+from webapp.runs.models import Protocol, Run, Tag
 from webapp.runs.selectors import protocol_choices
 from webapp.runs.services import PROTOCOL_SETTINGS, evaluation_config
+from webapp.runs.table import GROUPINGS
 from webapp.tasks.models import TaskSet
 
 TEMPLATE_PREFIX = "template_"
@@ -178,3 +181,55 @@ class EvaluationRunForm(forms.Form):
             "batch_size": data["batch_size"],
             "seed": data["seed"],
         }
+
+
+class RunFilterForm(forms.Form):
+    """The runs table's filters, sort and grouping (a GET form: the URL is the view)."""
+
+    q = forms.CharField(required=False, label="Name contains")
+    task_set = forms.ModelChoiceField(TaskSet.objects.all(), required=False)
+    model = forms.ModelChoiceField(
+        ModelSpec.objects.all(), required=False, help_text="In any role."
+    )
+    protocol = forms.ModelChoiceField(Protocol.objects.all(), required=False)
+    kind = forms.ChoiceField(choices=[("", "any kind"), *Run.Kind.choices], required=False)
+    status = forms.ChoiceField(choices=[("", "any status"), *Run.Status.choices], required=False)
+    tags = forms.ModelChoiceField(Tag.objects.all(), required=False, label="Tag")
+    group = forms.ChoiceField(
+        choices=[("", "no grouping")]
+        + [(key, f"by {label}") for key, (label, _, _) in GROUPINGS.items()],
+        required=False,
+    )
+
+    def filters(self) -> dict[str, Any]:
+        """The filters that were given (none when the form is invalid: every run)."""
+        if not self.is_valid():
+            return {}
+        return {key: value for key, value in self.cleaned_data.items() if value and key != "group"}
+
+
+TAG_NAME = re.compile(r"^[\w .:+-]{1,50}$")
+
+
+def parse_tags(text: str) -> list[str]:
+    """``"baseline, paper fig 2"`` → ["baseline", "paper fig 2"]; ValidationError naming the
+    first tag that is not 1–50 letters, digits, spaces or ``_ . : + -``."""
+    names = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    for name in names:
+        if not TAG_NAME.match(name):
+            raise forms.ValidationError(
+                f"“{name}” is not a tag: up to 50 letters, digits, spaces or _ . : + -"
+            )
+    return names
+
+
+class RunLabelForm(forms.Form):
+    """A run's name and tags."""
+
+    name = forms.CharField(max_length=200)
+    tags = forms.CharField(
+        required=False, help_text="Comma-separated, e.g. “baseline, paper fig 2”."
+    )
+
+    def clean_tags(self) -> list[str]:
+        return parse_tags(self.cleaned_data["tags"])

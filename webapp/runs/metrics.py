@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 Z_95 = 1.959963984540054
@@ -239,6 +239,43 @@ def mean_from_histogram(counts: Mapping[int, int], z: float = Z_95) -> MeanEstim
     return MeanEstimate(mean, count, mean - margin, mean + margin)
 
 
+# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom; beyond, the normal's.
+T_95 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+def t_quantile_95(degrees_of_freedom: int) -> float:
+    if degrees_of_freedom < 1:
+        raise ValueError("need at least one degree of freedom")
+    return T_95[degrees_of_freedom - 1] if degrees_of_freedom <= len(T_95) else Z_95
+
+
+def mean_across(values: Sequence[float]) -> MeanEstimate:
+    """The mean of a few independent repeats (a run's seeds) with a 95% Student t interval:
+    with 3 seeds the interval is mean ± 4.3·s/√3, wide, as 3 repeats warrant."""
+    count = len(values)
+    if count == 0:
+        return MeanEstimate(None, 0)
+    mean = sum(values) / count
+    if count < 2:
+        return MeanEstimate(mean, count)
+    variance = sum((value - mean) ** 2 for value in values) / (count - 1)
+    margin = t_quantile_95(count - 1) * math.sqrt(variance / count)
+    return MeanEstimate(mean, count, mean - margin, mean + margin)
+
+
+def mean_rate_across(rates: Sequence[float]) -> MeanEstimate:
+    """``mean_across`` for rates (accuracies of seeds): the interval clipped to 0–100%, which a
+    t interval over a few seeds can overshoot."""
+    estimate = mean_across(rates)
+    if estimate.low is None or estimate.high is None:
+        return estimate
+    return replace(estimate, low=max(0.0, estimate.low), high=min(1.0, estimate.high))
+
+
 @dataclass(frozen=True)
 class GroupAccuracy:
     """One row of a breakdown (a task domain or difficulty): accuracy and mean turns to solve."""
@@ -272,26 +309,51 @@ class TurnCounts:
 
 
 @dataclass(frozen=True)
-class RunMetrics:
-    """Everything the run page shows and the CSV exports, for one run."""
+class PlasticityStep:
+    """What the student's next attempt did with its previous answer, after teacher turn k (the
+    turn between attempt k and attempt k + 1): a correct answer lost, a wrong one fixed."""
 
-    max_turns: int
-    sharded: bool
-    dialogues: int
-    accuracy_by_turn: list[TurnAccuracy]
-    turns_to_solve: MeanEstimate
-    pass_at_k: list[PassAtK]
-    turn_counts: TurnCounts
-    by_domain: list[GroupAccuracy] = field(default_factory=list)
-    by_difficulty: list[GroupAccuracy] = field(default_factory=list)
-    accounting: Mapping[str, Any] = field(default_factory=dict)
-    provisional: bool = False  # Run.is_provisional: figures from the dialogues played so far
-    batch: BatchInPlay = field(default_factory=BatchInPlay)
+    after_turn: int
+    previously_correct: int
+    lost: int
+    previously_wrong: int
+    fixed: int
 
     @property
-    def played(self) -> int:
-        """Dialogues that played at least one round: the stored ones and the batch's going."""
-        return self.dialogues + self.batch.going
+    def lost_rate(self) -> Proportion:
+        return wilson_interval(self.lost, self.previously_correct)
+
+    @property
+    def fixed_rate(self) -> Proportion:
+        return wilson_interval(self.fixed, self.previously_wrong)
+
+
+@dataclass(frozen=True)
+class TurnKinds:
+    """How the student's turns at one round split into kinds (attempt, question, other)."""
+
+    turn: int
+    counts: Mapping[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def share(self, kind: str) -> float:
+        return self.counts.get(kind, 0) / self.total if self.total else 0.0
+
+    @property
+    def shares(self) -> list[tuple[str, int, float]]:
+        """(kind, count, share), most frequent first."""
+        ordered = sorted(self.counts.items(), key=lambda item: (-item[1], item[0]))
+        return [(kind, count, self.share(kind)) for kind, count in ordered]
+
+
+class HeadlineFigures:
+    """The figures the run page and the runs table both show, from a curve and turn counts."""
+
+    accuracy_by_turn: list[TurnAccuracy]
+    turn_counts: TurnCounts
 
     @property
     def single_turn_accuracy(self) -> Proportion | None:
@@ -309,6 +371,31 @@ class RunMetrics:
     def question_rate(self) -> Proportion:
         """Questions per student turn."""
         return wilson_interval(self.turn_counts.questions, self.turn_counts.student_turns)
+
+
+@dataclass(frozen=True)
+class RunMetrics(HeadlineFigures):
+    """Everything the run page shows and the CSV exports, for one run."""
+
+    max_turns: int
+    sharded: bool
+    dialogues: int
+    accuracy_by_turn: list[TurnAccuracy]
+    turns_to_solve: MeanEstimate
+    pass_at_k: list[PassAtK]
+    turn_counts: TurnCounts
+    by_domain: list[GroupAccuracy] = field(default_factory=list)
+    by_difficulty: list[GroupAccuracy] = field(default_factory=list)
+    accounting: Mapping[str, Any] = field(default_factory=dict)
+    provisional: bool = False  # Run.is_provisional: figures from the dialogues played so far
+    batch: BatchInPlay = field(default_factory=BatchInPlay)
+    plasticity: list[PlasticityStep] = field(default_factory=list)
+    student_turn_kinds: list[TurnKinds] = field(default_factory=list)
+
+    @property
+    def played(self) -> int:
+        """Dialogues that played at least one round: the stored ones and the batch's going."""
+        return self.dialogues + self.batch.going
 
     @property
     def dialogues_with_questions(self) -> Proportion:
@@ -367,6 +454,18 @@ def metric_rows(metrics: RunMetrics) -> Iterable[dict[str, Any]]:
                 "metric": f"mean_turns_to_solve_by_{name}", "group": row.group,
                 "value": row.mean_turns_to_solve, "n": row.accuracy.successes,
             }  # fmt: skip
+    for step in metrics.plasticity:
+        yield _proportion_row(
+            "correct_answer_lost_after_teacher_turn", step.lost_rate, k=step.after_turn
+        )
+        yield _proportion_row(
+            "wrong_answer_fixed_after_teacher_turn", step.fixed_rate, k=step.after_turn
+        )
+    for kinds in metrics.student_turn_kinds:
+        for kind, count in sorted(kinds.counts.items()):
+            yield _proportion_row(
+                "student_turn_kind", wilson_interval(count, kinds.total), k=kinds.turn, group=kind
+            )
     for key, value in metrics.accounting.items():
         yield {"metric": "accounting", "group": key, "value": value}
 
@@ -392,32 +491,74 @@ class AccountingRow:
     unit: str = ""
 
 
+@dataclass(frozen=True)
+class Spent:
+    """What a run spent: the worker's record once the run has ended (it includes generations
+    of dialogues a cancel cut short); until then, counted from the stored turns, one student
+    turn being one student generation and one teacher turn one teacher call."""
+
+    student_generations: int | None
+    teacher_calls: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    wall_seconds: float | None
+    recorded: bool  # the worker's own record
+
+    @property
+    def tokens(self) -> int | None:
+        if self.prompt_tokens is None and self.completion_tokens is None:
+            return None
+        return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
+
+
+def spent(
+    accounting: Mapping[str, Any], counts: TurnCounts, *, elapsed_seconds: float | None
+) -> Spent:
+    if accounting:
+        wall = accounting.get("wall_seconds", elapsed_seconds)
+        return Spent(
+            accounting.get("student_generations"),
+            accounting.get("teacher_calls"),
+            accounting.get("prompt_tokens"),
+            accounting.get("completion_tokens"),
+            None if wall is None else float(wall),
+            recorded=True,
+        )
+    return Spent(
+        counts.student_turns,
+        counts.teacher_turns,
+        counts.student_prompt_tokens + counts.teacher_prompt_tokens,
+        counts.student_completion_tokens + counts.teacher_completion_tokens,
+        elapsed_seconds,
+        recorded=False,
+    )
+
+
 def accounting_rows(
     accounting: Mapping[str, Any], counts: TurnCounts, *, elapsed_seconds: float | None
 ) -> tuple[list[AccountingRow], bool]:
-    """What the run spent, and whether it is the worker's own record.
-
-    The worker records its totals when the run ends (they include generations of dialogues a
-    cancel cut short). Until then the page counts the stored turns instead: one student turn is
-    one student generation and one teacher turn one teacher call.
-    """
-    recorded = bool(accounting)
-    if recorded:
-        prompt = accounting.get("prompt_tokens")
-        completion = accounting.get("completion_tokens")
-        generations = accounting.get("student_generations")
-        teacher_calls = accounting.get("teacher_calls")
-        wall = accounting.get("wall_seconds", elapsed_seconds)
-    else:
-        prompt = counts.student_prompt_tokens + counts.teacher_prompt_tokens
-        completion = counts.student_completion_tokens + counts.teacher_completion_tokens
-        generations, teacher_calls = counts.student_turns, counts.teacher_turns
-        wall = elapsed_seconds
+    """What the run spent (``spent``) as the page lists it, and whether it is the worker's own
+    record."""
+    totals = spent(accounting, counts, elapsed_seconds=elapsed_seconds)
+    wall = totals.wall_seconds
     rows = [
-        AccountingRow("student generations", generations),
-        AccountingRow("teacher calls", teacher_calls),
-        AccountingRow("prompt tokens", prompt),
-        AccountingRow("completion tokens", completion),
-        AccountingRow("wall time", None if wall is None else round(float(wall), 1), "s"),
+        AccountingRow("student generations", totals.student_generations),
+        AccountingRow("teacher calls", totals.teacher_calls),
+        AccountingRow("prompt tokens", totals.prompt_tokens),
+        AccountingRow("completion tokens", totals.completion_tokens),
+        AccountingRow("wall time", None if wall is None else round(wall, 1), "s"),
     ]
-    return rows, recorded
+    return rows, totals.recorded
+
+
+@dataclass(frozen=True)
+class RunSummary(HeadlineFigures):
+    """A run's row in the runs table: the headline figures of ``RunMetrics`` and what it spent,
+    counted for many runs at once."""
+
+    max_turns: int
+    accuracy_by_turn: list[TurnAccuracy]
+    pass_at_k: PassAtK | None  # at k = the samples per task, for runs with more than one
+    turn_counts: TurnCounts
+    spent: Spent
+    provisional: bool

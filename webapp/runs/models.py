@@ -4,6 +4,7 @@ from functools import cached_property
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from models_gpu.spec.protocol import MODES, SELF_CORRECTION_STYLES
 from models_gpu.spec.run import RunConfig
@@ -55,6 +56,19 @@ class Protocol(models.Model):
         default=False, help_text="Hidden from the run form and, by default, from the list."
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Tag(models.Model):
+    """A researcher's label on runs ("baseline", "paper fig 2", "ablation"): filters the runs
+    table."""
+
+    name = models.CharField(max_length=50, unique=True)
 
     class Meta:
         ordering = ["name"]
@@ -120,6 +134,7 @@ class Run(models.Model):
         blank=True,
     )
     protocol = models.ForeignKey(Protocol, on_delete=models.PROTECT, related_name="runs")
+    tags = models.ManyToManyField(Tag, blank=True, related_name="runs")
     config = models.JSONField(default=dict)
     config_hash = models.CharField(max_length=64, db_index=True)
 
@@ -172,6 +187,13 @@ class Run(models.Model):
         """Until the run has succeeded, some of its dialogues have not ended (or never will), and
         its figures are estimates from the ones played so far."""
         return self.status != self.Status.SUCCEEDED
+
+    @property
+    def elapsed_seconds(self) -> float | None:
+        """Wall time since a worker started it, to its end or to now."""
+        if self.started_at is None:
+            return None
+        return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
 
     @property
     def progress_percent(self) -> int:

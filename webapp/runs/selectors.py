@@ -6,24 +6,30 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Sum, When, Window
 from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Lag
 
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.runs.metrics import (
     BatchInPlay,
     GroupAccuracy,
+    PassAtK,
+    PlasticityStep,
     RunMetrics,
+    RunSummary,
     TurnAccuracy,
     TurnCounts,
+    TurnKinds,
     cumulative_accuracy,
     group_accuracy,
     mean_from_histogram,
     pass_at_k_curve,
+    spent,
 )
 from webapp.runs.models import Protocol, Run
 
@@ -96,14 +102,28 @@ def runs_accuracy_by_turn(*, runs: Sequence[Run]) -> dict[int, list[TurnAccuracy
     return {run.pk: _curve(histograms.get(run.pk, {}), run) for run in runs}
 
 
-def _pass_at_k_counts(run: Run, max_turns: int) -> dict[tuple[int, int], int]:
-    """``{(samples n, solved c): tasks}``: per-task counts grouped again, in one query, so the
-    rows returned are bounded by the samples per task, not by the tasks or dialogues."""
+def _solved_within_max_turns(runs: Sequence[Run]) -> Q:
+    """Solved by its own run's max turns, for dialogues of several runs: one condition per
+    distinct max turns (a first correct turn past it, as a sharded dialogue can have, is not a
+    solve)."""
+    by_max_turns: dict[int, list[int]] = defaultdict(list)
+    for run in runs:
+        by_max_turns[run_max_turns(run)].append(run.pk)
+    solved = Q(pk__in=[])
+    for max_turns, run_ids in by_max_turns.items():
+        solved |= Q(run_id__in=run_ids) & _solved_by(max_turns)
+    return solved
+
+
+def _pass_at_k_counts_by_run(runs: Sequence[Run]) -> dict[int, dict[tuple[int, int], int]]:
+    """``{run id: {(samples n, solved c): tasks}}``: per-task counts grouped again, in one
+    query, so the rows returned are bounded by the runs and their samples per task, not by the
+    tasks or dialogues."""
     per_task = (
-        Dialogue.objects.filter(run_id=run.pk)
-        .values("task_id")
-        .annotate(n=Count("id"), c=Count("id", filter=_solved_by(max_turns)))
-        .values("n", "c")
+        Dialogue.objects.filter(run_id__in=[run.pk for run in runs])
+        .values("run_id", "task_id")
+        .annotate(n=Count("id"), c=Count("id", filter=_solved_within_max_turns(runs)))
+        .values("run_id", "n", "c")
         .order_by()
     )
     # The inner SQL comes from the ORM (parameters kept apart); only the outer grouping is
@@ -111,34 +131,50 @@ def _pass_at_k_counts(run: Run, max_turns: int) -> dict[tuple[int, int], int]:
     inner_sql, params = per_task.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT per_task.n, per_task.c, COUNT(*) FROM ({inner_sql}) per_task "
-            "GROUP BY per_task.n, per_task.c",
+            f"SELECT per_task.run_id, per_task.n, per_task.c, COUNT(*) FROM ({inner_sql}) "
+            "per_task GROUP BY per_task.run_id, per_task.n, per_task.c",
             params,
         )
-        return {(int(n), int(c)): int(tasks) for n, c, tasks in cursor.fetchall()}
+        counts: dict[int, dict[tuple[int, int], int]] = defaultdict(dict)
+        for run_id, n, c, tasks in cursor.fetchall():
+            counts[int(run_id)][(int(n), int(c))] = int(tasks)
+        return counts
 
 
-def _turn_counts(run: Run, *, sharded: bool) -> TurnCounts:
-    """Role and kind counts and token sums in one aggregate; premature attempts (sharded runs
-    only) in a second one."""
+def _turn_counts_by_run(run_ids: Iterable[int]) -> dict[int, TurnCounts]:
+    """Role and kind counts and token sums of each run's stored turns, in one grouped
+    aggregate (rows: one per run)."""
     student = Q(role=Turn.Role.STUDENT)
     teacher = Q(role=Turn.Role.TEACHER)
     question = student & Q(kind=Turn.Kind.QUESTION)
-    counts = Turn.objects.filter(dialogue__run_id=run.pk).aggregate(
-        student_turns=Count("id", filter=student),
-        attempts=Count("id", filter=student & Q(kind=Turn.Kind.ATTEMPT)),
-        questions=Count("id", filter=question),
-        dialogues_with_questions=Count("dialogue_id", filter=question, distinct=True),
-        teacher_turns=Count("id", filter=teacher),
-        leaks=Count("id", filter=teacher & Q(leak_flag=True)),
-        student_prompt_tokens=Sum("prompt_tokens", filter=student, default=0),
-        student_completion_tokens=Sum("completion_tokens", filter=student, default=0),
-        teacher_prompt_tokens=Sum("prompt_tokens", filter=teacher, default=0),
-        teacher_completion_tokens=Sum("completion_tokens", filter=teacher, default=0),
+    rows = (
+        Turn.objects.filter(dialogue__run_id__in=list(run_ids))
+        .values(run=F("dialogue__run_id"))
+        .annotate(
+            student_turns=Count("id", filter=student),
+            attempts=Count("id", filter=student & Q(kind=Turn.Kind.ATTEMPT)),
+            questions=Count("id", filter=question),
+            dialogues_with_questions=Count("dialogue_id", filter=question, distinct=True),
+            teacher_turns=Count("id", filter=teacher),
+            leaks=Count("id", filter=teacher & Q(leak_flag=True)),
+            student_prompt_tokens=Sum("prompt_tokens", filter=student, default=0),
+            student_completion_tokens=Sum("completion_tokens", filter=student, default=0),
+            teacher_prompt_tokens=Sum("prompt_tokens", filter=teacher, default=0),
+            teacher_completion_tokens=Sum("completion_tokens", filter=teacher, default=0),
+        )
+        .order_by()
     )
-    if sharded:
-        counts.update(_premature_attempts(run))
-    return TurnCounts(**{key: int(value or 0) for key, value in counts.items()})
+    counts = {}
+    for row in rows:
+        run_id = row.pop("run")
+        counts[run_id] = TurnCounts(**{key: int(value or 0) for key, value in row.items()})
+    return counts
+
+
+def _turn_counts(run: Run, *, sharded: bool) -> TurnCounts:
+    """The run's turn counts; premature attempts (sharded runs only) in a second query."""
+    counts = _turn_counts_by_run([run.pk]).get(run.pk, TurnCounts())
+    return replace(counts, **_premature_attempts(run)) if sharded else counts
 
 
 def _shard_field(key: str) -> Cast:
@@ -188,6 +224,52 @@ def _premature_attempts(run: Run) -> dict[str, int]:
     return {"attempts_after_shards": int(after_shards), "premature_attempts": int(premature)}
 
 
+def _plasticity(run: Run) -> list[PlasticityStep]:
+    """Consecutive verified attempts of each dialogue, counted by the teacher turn between them:
+    each attempt is paired with the previous one (a window over the dialogue's attempts), and
+    the pairs are counted in one grouped pass."""
+    in_dialogue_order = {"partition_by": [F("dialogue_id")], "order_by": F("index").asc()}
+    attempts = (
+        Turn.objects.filter(
+            dialogue__run_id=run.pk, role=Turn.Role.STUDENT, kind=Turn.Kind.ATTEMPT,
+            is_correct__isnull=False,
+        )
+        .annotate(
+            previous=Window(Lag("is_correct"), **in_dialogue_order),
+            previous_round=Window(Lag("round"), **in_dialogue_order),
+        )
+        .values("is_correct", "previous", "previous_round")
+        .order_by()
+    )  # fmt: skip
+    inner_sql, params = attempts.query.sql_with_params()
+    # Booleans are tested by themselves (CASE WHEN x), which SQLite (0/1) and PostgreSQL share.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t.previous_round, "
+            "SUM(CASE WHEN t.previous THEN 1 ELSE 0 END), "
+            "SUM(CASE WHEN t.previous AND NOT t.is_correct THEN 1 ELSE 0 END), "
+            "SUM(CASE WHEN t.previous THEN 0 ELSE 1 END), "
+            "SUM(CASE WHEN NOT t.previous AND t.is_correct THEN 1 ELSE 0 END) "
+            f"FROM ({inner_sql}) t WHERE t.previous IS NOT NULL "
+            "GROUP BY t.previous_round ORDER BY t.previous_round",
+            params,
+        )
+        return [PlasticityStep(*(int(value) for value in row)) for row in cursor.fetchall()]
+
+
+def _student_turn_kinds(run: Run) -> list[TurnKinds]:
+    rows = (
+        Turn.objects.filter(dialogue__run_id=run.pk, role=Turn.Role.STUDENT)
+        .values("round", "kind")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    by_round: dict[int, dict[str, int]] = defaultdict(dict)
+    for row in rows:
+        by_round[row["round"]][row["kind"]] = row["n"]
+    return [TurnKinds(turn, counts) for turn, counts in sorted(by_round.items())]
+
+
 def _task_group_counts(run: Run, max_turns: int) -> list[dict[str, Any]]:
     """Dialogues, solved and the sum of solving turns per (domain, difficulty): one query whose
     rows are bounded by the distinct task groups, not by the dialogues."""
@@ -225,7 +307,7 @@ def _group_label(value: Any) -> str:
 
 
 def run_metrics(*, run: Run) -> RunMetrics:
-    """Every metric of one run: four queries (five for a sharded run), whatever its size."""
+    """Every metric of one run: six queries (seven for a sharded run), whatever its size."""
     max_turns = run_max_turns(run)
     sharded = run_is_sharded(run)
     histogram = _first_correct_histograms([run.pk]).get(run.pk, {})
@@ -237,14 +319,50 @@ def run_metrics(*, run: Run) -> RunMetrics:
         dialogues=sum(histogram.values()),
         accuracy_by_turn=_curve(histogram, run),
         turns_to_solve=mean_from_histogram(solved_at),
-        pass_at_k=pass_at_k_curve(_pass_at_k_counts(run, max_turns)),
+        pass_at_k=pass_at_k_curve(_pass_at_k_counts_by_run([run]).get(run.pk, {})),
         turn_counts=_turn_counts(run, sharded=sharded),
         by_domain=_breakdown(groups, "domain"),
         by_difficulty=_breakdown(groups, "difficulty"),
         accounting=dict(run.accounting or {}),
         provisional=run.is_provisional,
         batch=BatchInPlay.from_json(run.batch_in_play),
+        plasticity=_plasticity(run),
+        student_turn_kinds=_student_turn_kinds(run),
     )
+
+
+def _pass_at_samples(run: Run, counts: dict[tuple[int, int], int]) -> PassAtK | None:
+    """pass@K, K the samples per task the run asked for (None for one sample a task)."""
+    samples = run.frozen_config.samples_per_task
+    if samples < 2:
+        return None
+    curve = pass_at_k_curve(counts)
+    return curve[min(samples, len(curve)) - 1] if curve else None
+
+
+def run_summaries(*, runs: Sequence[Run]) -> dict[int, RunSummary]:
+    """The runs table's figures for these evaluation runs (training runs have none): three
+    grouped queries, whatever the number of runs and dialogues."""
+    evaluations = [run for run in runs if run.kind == Run.Kind.EVAL]
+    ids = [run.pk for run in evaluations]
+    if not ids:
+        return {}
+    histograms = _first_correct_histograms(ids)
+    counts = _turn_counts_by_run(ids)
+    several_samples = [run for run in evaluations if run.frozen_config.samples_per_task > 1]
+    pass_counts = _pass_at_k_counts_by_run(several_samples) if several_samples else {}
+    summaries = {}
+    for run in evaluations:
+        turn_counts = counts.get(run.pk, TurnCounts())
+        summaries[run.pk] = RunSummary(
+            max_turns=run_max_turns(run),
+            accuracy_by_turn=_curve(histograms.get(run.pk, {}), run),
+            pass_at_k=_pass_at_samples(run, pass_counts.get(run.pk, {})),
+            turn_counts=turn_counts,
+            spent=spent(run.accounting or {}, turn_counts, elapsed_seconds=run.elapsed_seconds),
+            provisional=run.is_provisional,
+        )
+    return summaries
 
 
 def run_compare_candidates(*, run: Run) -> list[Run]:

@@ -34,7 +34,7 @@ from webapp.dialogues.models import Dialogue
 from webapp.dialogues.services import dialogues_store
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.metrics import BatchInPlay
-from webapp.runs.models import Protocol, Run
+from webapp.runs.models import Protocol, Run, Tag
 from webapp.tasks.models import TaskSet
 
 logger = logging.getLogger(__name__)
@@ -391,3 +391,22 @@ def _time_until_stale(running: Any, stale_after: timedelta) -> timedelta | None:
     if oldest is None:
         return None
     return max(oldest + stale_after - timezone.now(), timedelta(0))
+
+
+def run_relabel(*, run: Run, name: str, tags: Sequence[str]) -> None:
+    """Rename a run and set its tags (created as needed; a tag no run carries any more is
+    deleted, so the filter offers only tags in use)."""
+    with transaction.atomic():
+        run.name = name
+        run.save(update_fields=["name"])
+        run.tags.set([Tag.objects.get_or_create(name=tag)[0] for tag in tags])
+        Tag.objects.filter(runs=None).delete()
+
+
+def runs_tag(*, run_ids: Sequence[int], tag: str) -> int:
+    """Add ``tag`` to these runs; how many runs there were."""
+    with transaction.atomic():
+        tagged, _ = Tag.objects.get_or_create(name=tag)
+        runs = list(Run.objects.filter(pk__in=run_ids))
+        tagged.runs.add(*runs)
+    return len(runs)

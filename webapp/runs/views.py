@@ -5,19 +5,28 @@ import json
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_POST
-from django_htmx.http import HttpResponseStopPolling
+from django_htmx.http import HttpResponseClientRefresh, HttpResponseStopPolling
 
+from webapp.core.figure_export import requested_download
 from webapp.core.permissions import researcher_required
 from webapp.core.plotly_csp import allows_plotly
-from webapp.runs import selectors, services
+from webapp.runs import selectors, services, table
 from webapp.runs.charts import Curve, accuracy_by_turn_figure, pass_at_k_figure
-from webapp.runs.forms import EvaluationRunForm, ProtocolForm
+from webapp.runs.config_view import config_sections
+from webapp.runs.forms import (
+    EvaluationRunForm,
+    ProtocolForm,
+    RunFilterForm,
+    RunLabelForm,
+    parse_tags,
+)
 from webapp.runs.metrics import (
     CSV_COLUMNS,
     PassAtK,
@@ -26,13 +35,103 @@ from webapp.runs.metrics import (
     csv_cells,
     metric_rows,
 )
-from webapp.runs.models import Protocol, Run
+from webapp.runs.models import Protocol, Run, Tag
+
+RUNS_PER_PAGE = 25
 
 
 @researcher_required
 def run_list(request: HttpRequest) -> HttpResponse:
-    page = Paginator(selectors.run_list(), 25).get_page(request.GET.get("page"))
-    return render(request, "runs/run_list.html", {"page": page})
+    """Every run with its headline figures: filters, sorting, grouping, and a selection that
+    goes to the comparison page (or gets a tag)."""
+    form = RunFilterForm(request.GET or None)
+    runs = table.filtered_runs(form.filters())
+    sort = request.GET.get("sort", table.DEFAULT_SORT)
+    grouping = form.cleaned_data.get("group", "") if form.is_bound and form.is_valid() else ""
+    sort_key, _ = table.split_sort(sort)
+    if sort_key in table.DATABASE_SORTS and not grouping:
+        page = Paginator(table.database_order(runs, sort), RUNS_PER_PAGE).get_page(
+            request.GET.get("page")
+        )
+        summaries = selectors.run_summaries(runs=page.object_list)
+        rows = [table.RunRow(run, summaries.get(run.pk)) for run in page.object_list]
+        groups = [table.RowGroup("", rows)]
+    else:
+        all_rows = table.sorted_rows(runs, sort)
+        groups_all = table.grouped(all_rows, grouping) if grouping else []
+        page = Paginator(all_rows, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+        shown = {row.run.pk for row in page.object_list}
+        groups = (
+            [
+                table.RowGroup(
+                    group.label,
+                    [row for row in group.rows if row.run.pk in shown],
+                    group.seeds_final,
+                )
+                for group in groups_all
+            ]
+            if grouping
+            else [table.RowGroup("", list(page.object_list))]
+        )
+        groups = [group for group in groups if group.rows]
+    context = {
+        "form": form,
+        "page": page,
+        "groups": groups,
+        "sort": sort,
+        "sorts": _sort_links(request, sort),
+        "filtered": bool(form.filters()),
+        "tags": Tag.objects.all(),
+    }
+    return render(request, "runs/run_list.html", context)
+
+
+def _sort_links(request: HttpRequest, current: str) -> dict[str, str]:
+    """For each sortable column, the query that sorts by it (descending first for figures, a
+    second click reverses)."""
+    links = {}
+    for key in [*table.DATABASE_SORTS, *table.FIGURE_SORTS]:
+        first = key if key == "name" else f"-{key}"
+        target = key if current == f"-{key}" else ("-" + key if current == key else first)
+        query = request.GET.copy()
+        query["sort"] = target
+        query.pop("page", None)
+        links[key] = f"?{query.urlencode()}"
+    return links
+
+
+@researcher_required
+@require_POST
+def runs_tag(request: HttpRequest) -> HttpResponse:
+    """Tag the runs selected in the table (htmx: the table reloads)."""
+    ids = [int(value) for value in request.POST.getlist("runs") if value.isdigit()]
+    try:
+        tags = parse_tags(request.POST.get("tag", ""))
+    except ValidationError as error:
+        messages.error(request, error.messages[0])
+        return HttpResponseClientRefresh()
+    if not ids or len(tags) != 1:
+        messages.error(request, "Select runs and give one tag to add.")
+        return HttpResponseClientRefresh()
+    count = services.runs_tag(run_ids=ids, tag=tags[0])
+    messages.success(request, f"Tagged {count} run{pluralize(count)} “{tags[0]}”.")
+    return HttpResponseClientRefresh()
+
+
+@researcher_required
+@require_POST
+def run_relabel(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(Run, pk=pk)
+    form = RunLabelForm(request.POST)
+    if form.is_valid():
+        services.run_relabel(
+            run=run, name=form.cleaned_data["name"], tags=form.cleaned_data["tags"]
+        )
+        messages.success(request, "Saved the name and tags.")
+    else:
+        problems = "; ".join(error for errors in form.errors.values() for error in errors)
+        messages.error(request, f"Nothing saved: {problems}")
+    return redirect("run_detail", pk=run.pk)
 
 
 @researcher_required
@@ -53,12 +152,6 @@ def _requested_ids(request: HttpRequest) -> set[int]:
     return {int(value) for value in request.GET.getlist("compare") if value.isdigit()}
 
 
-def _elapsed_seconds(run: Run) -> float | None:
-    if run.started_at is None:
-        return None
-    return ((run.finished_at or timezone.now()) - run.started_at).total_seconds()
-
-
 def _chart_curve(run: Run, points: list[TurnAccuracy]) -> Curve:
     return Curve(f"#{run.pk} {run.name}", points, selectors.run_max_turns(run), run.is_provisional)
 
@@ -74,7 +167,7 @@ def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
     curves = [_chart_curve(run, metrics.accuracy_by_turn)]
     curves += [_chart_curve(other, other_curves[other.pk]) for other in compared]
     accounting, accounting_recorded = accounting_rows(
-        metrics.accounting, metrics.turn_counts, elapsed_seconds=_elapsed_seconds(run)
+        metrics.accounting, metrics.turn_counts, elapsed_seconds=run.elapsed_seconds
     )
     return {
         "run": run,
@@ -103,13 +196,40 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if run.kind == Run.Kind.TRAIN:  # its page draws curves by step, not dialogues
         return redirect("training_run_detail", pk=run.pk)
     context = _live_context(request, run)
+    figures = {"accuracy": context["figure"], "pass-at-k": context["pass_at_k_figure"]}
+    download = requested_download(request, figures, f"run-{run.pk}")
+    if download:
+        return download
     context["config_json"] = json.dumps(run.config, indent=2, ensure_ascii=False)
+    context["config_sections"] = config_sections(run.config)
+    context["clone_query"] = _clone_query(run)
+    tags = ", ".join(tag.name for tag in run.tags.all())
+    context["label_form"] = RunLabelForm(initial={"name": run.name, "tags": tags})
     context["config_roles"] = [
         (role.replace("_", " ").capitalize(), role.replace("_", "-"), spec)
         for role, spec in run.frozen_config.roles().items()
         if spec is not None
     ]
     return render(request, "runs/run_detail.html", context)
+
+
+def _clone_query(run: Run) -> str:
+    """The launch form's fields for another run like this one (the run form reads its initial
+    values from the query)."""
+    config = run.frozen_config
+    fields = {
+        "name": f"{run.name} (copy)",
+        "task_set": run.task_set_id,
+        "protocol": run.protocol_id,
+        "student": run.student_id,
+        "teacher": run.teacher_id,
+        "user_simulator": run.user_simulator_id,
+        "judge": run.judge_id,
+        "samples_per_task": config.samples_per_task,
+        "batch_size": config.batch_size,
+        "seed": config.seed,
+    }
+    return urlencode({key: value for key, value in fields.items() if value is not None})
 
 
 @researcher_required

@@ -112,6 +112,37 @@ def task_set_new_version(*, task_set: TaskSet, created_by: User | None) -> TaskS
     return version
 
 
+CONCAT_OF = "concat_of"  # provenance key of a set whose prompts are another set's shards, joined
+
+
+@transaction.atomic
+def task_set_with_shards_concatenated(*, task_set: TaskSet, created_by: User | None) -> TaskSet:
+    """The tasks of a sharded set with each prompt replaced by all its shards in one message
+    (Lost in Conversation's CONCAT condition): same references, verifiers and shards. Made once
+    per version of ``task_set`` and reused after; ``ValueError`` when a task has no shards."""
+    unsharded = task_set.tasks.filter(shards=[]).count()
+    if unsharded:
+        raise ValueError(
+            f"{unsharded} task(s) of {task_set.name} v{task_set.version} have no shards: "
+            "CONCAT joins each task's shards into one prompt."
+        )
+    existing = TaskSet.objects.filter(**{f"provenance__{CONCAT_OF}": task_set.pk}).first()
+    if existing is not None:
+        return existing
+    concat = TaskSet.objects.create(
+        name=f"{task_set.name} v{task_set.version} (CONCAT)",
+        description=f"The tasks of {task_set.name} v{task_set.version}, each prompt being its "
+        "shards joined into one message.",
+        provenance={CONCAT_OF: task_set.pk},
+        created_by=created_by,
+    )
+    tasks = []
+    for row in task_set.tasks.order_by("position", "id").values(*TASK_CONTENT_FIELDS):
+        tasks.append(Task(task_set=concat, **{**row, "prompt": " ".join(row["shards"])}))
+    Task.objects.bulk_create(tasks, batch_size=2000)
+    return concat
+
+
 def task_set_delete(*, task_set: TaskSet) -> None:
     run_count = task_set.runs.count()
     if run_count:

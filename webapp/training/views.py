@@ -19,6 +19,7 @@ from models_gpu.spec.online import single_turn_baseline
 from models_gpu.spec.run import RunConfig, RunConfigError
 from models_gpu.spec.training_run import TrainingRunConfig
 from webapp.accounts.models import User
+from webapp.core.figure_export import requested_download
 from webapp.core.permissions import researcher_required
 from webapp.core.plotly_csp import allows_plotly
 from webapp.runs import selectors as run_selectors
@@ -273,6 +274,10 @@ def _training_run(pk: int) -> Run:
 def training_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = _training_run(pk)
     context = _live_context(run)
+    figures = {"training": context["training_figure"], "evaluation": context["evaluation_figure"]}
+    download = requested_download(request, figures, f"training-run-{run.pk}")
+    if download:
+        return download
     context["config_json"] = json.dumps(run.config, indent=2, ensure_ascii=False)
     return render(request, "training/training_run_detail.html", context)
 

@@ -170,7 +170,8 @@ def test_run_page_names_every_role_and_the_batching(researcher_client) -> None: 
 
     run = make_run("roles", TaskSetFactory())
     html = page(researcher_client, run).content.decode()
-    assert "User simulator" not in html and "Judge" not in html and "Worker claims" not in html
+    facts = html[html.index('id="run-config"') : html.index("</dl>", html.index('id="run-config"'))]
+    assert "User simulator" not in facts and "Judge" not in facts and "Worker claims" not in facts
     simulator = StudentFactory(name="the simulator")
     run = frozen_run(
         name="roles", user_simulator=simulator, judge=StudentFactory(name="the judge"),
@@ -184,3 +185,7 @@ def test_run_page_names_every_role_and_the_batching(researcher_client) -> None: 
     assert "batches of 16 dialogues" in html
     assert '<dd id="run-attempts">2 (resumed after a worker stopped)</dd>' in html
     assert 'id="frozen-config"' in html and "student_system" in html
+    # The frozen configuration reads as settings by section, each template in its own box.
+    assert "<h3>Protocol</h3>" in html and "<th>Max turns</th><td>" in html
+    assert "Template <code>student_system</code>" in html
+    assert "<h3>User simulator</h3>" in html and "the simulator" in html

@@ -40,6 +40,12 @@ def markdown(text: str) -> str:
 
 
 @register.filter
+def percent(rate: float | None, digits: int = 1) -> str:
+    """0.4213 → "42.1%" (None → "—")."""
+    return "—" if rate is None else f"{100 * rate:.{digits}f}%"
+
+
+@register.filter
 def get_item(mapping: dict[Any, Any], key: Any) -> Any:
     """``mapping[key]`` in a template (an empty list when absent)."""
     return mapping.get(key, [])
@@ -51,6 +57,16 @@ def query_without_page(context: template.Context) -> str:
     params = context["request"].GET.copy()
     params.pop("page", None)
     return str(params.urlencode())
+
+
+@register.simple_tag(takes_context=True)
+def figure_download_url(context: template.Context, figure: str, file_format: str) -> str:
+    """This page's URL (so the same figure) asking for ``figure`` as a file (views answer with
+    ``core.figure_export.download_response``)."""
+    params = context["request"].GET.copy()
+    params.pop("page", None)
+    params["figure"], params["download"] = figure, file_format
+    return f"?{params.urlencode()}"
 
 
 @register.simple_tag

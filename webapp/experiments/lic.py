@@ -1,0 +1,134 @@
+"""A Lost-in-Conversation experiment's metrics, from its three runs' dialogues.
+
+A dialogue's *score* is its best verified attempt's score (1 when solved, 0 with no attempt);
+each instruction (task) has ``repeats`` scores per condition. Per condition:
+
+- mean score: over every dialogue, with a 95% bootstrap interval over instructions;
+- aptitude: the 90th percentile of an instruction's scores, averaged over instructions;
+- unreliability: the 90th minus the 10th percentile, averaged over instructions;
+
+and the drop from FULL to SHARDED, paired by instruction (``paired.paired_gaps``). Premature
+answering: the SHARDED dialogues' mean score against the turn of their first attempt.
+Percentiles interpolate linearly between an instruction's sorted scores (numpy's default).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.db.models import F, FloatField, Max, Min, Q
+from django.db.models.functions import Coalesce
+
+from webapp.dialogues.models import Dialogue, Turn
+from webapp.experiments.models import LostInConversation
+from webapp.runs.metrics import MeanEstimate, mean_from_histogram
+from webapp.runs.models import Run
+from webapp.runs.paired import BOOTSTRAP_RESAMPLES, SEED, PairedGap, bootstrap_means, paired_gaps
+
+CONDITIONS = ("FULL", "CONCAT", "SHARDED")
+
+
+@dataclass(frozen=True)
+class ConditionMetrics:
+    condition: str
+    run: Run
+    dialogues: int
+    instructions: int
+    mean: float | None
+    mean_low: float | None
+    mean_high: float | None
+    aptitude: float | None
+    unreliability: float | None
+
+
+@dataclass(frozen=True)
+class FirstAttempt:
+    """SHARDED dialogues whose first attempt came at ``turn`` (None: never attempted)."""
+
+    turn: int | None
+    score: MeanEstimate
+
+
+@dataclass(frozen=True)
+class LicMetrics:
+    conditions: list[ConditionMetrics]
+    drop: PairedGap | None  # SHARDED minus FULL, per instruction: negative is a loss
+    premature: list[FirstAttempt]
+
+    @property
+    def relative_drop(self) -> float | None:
+        """(FULL − SHARDED) / FULL: the paper's "lost" share."""
+        full = self.conditions[0].mean
+        if self.drop is None or not full:
+            return None
+        return -self.drop.difference / full + 0.0  # + 0.0: no "-0%" when nothing was lost
+
+
+def dialogue_scores(run_ids: Sequence[int]) -> list[dict[str, object]]:
+    """One row per dialogue: run, task, score and the round of its first attempt. One query."""
+    attempt = Q(turns__role=Turn.Role.STUDENT, turns__kind=Turn.Kind.ATTEMPT)
+    return list(
+        Dialogue.objects.filter(run_id__in=run_ids)
+        .annotate(
+            best=Coalesce(Max("turns__score", filter=attempt), 0.0, output_field=FloatField()),
+            first_attempt=Min("turns__round", filter=attempt),
+        )
+        .values("run_id", "task_id", "best", "first_attempt", solved=F("first_correct_turn"))
+        .order_by()
+    )
+
+
+def _score(row: Mapping[str, object]) -> float:
+    """Solved counts as 1 whatever the verifier's score scale."""
+    return 1.0 if row["solved"] is not None else float(row["best"])  # type: ignore[arg-type]
+
+
+def _condition(condition: str, run: Run, by_task: Mapping[int, list[float]]) -> ConditionMetrics:
+    if not by_task:
+        return ConditionMetrics(condition, run, 0, 0, None, None, None, None, None)
+    scores = [score for task_scores in by_task.values() for score in task_scores]
+    task_means = np.array([[np.mean(task_scores)] for task_scores in by_task.values()])
+    resampled = bootstrap_means(task_means, BOOTSTRAP_RESAMPLES, np.random.default_rng(SEED))
+    low, high = np.percentile(resampled[:, 0], [2.5, 97.5])
+    p90 = [float(np.percentile(task_scores, 90)) for task_scores in by_task.values()]
+    p10 = [float(np.percentile(task_scores, 10)) for task_scores in by_task.values()]
+    return ConditionMetrics(
+        condition, run, len(scores), len(by_task), float(np.mean(scores)), float(low), float(high),
+        float(np.mean(p90)), float(np.mean(np.subtract(p90, p10))),
+    )  # fmt: skip
+
+
+def _premature(rows: Sequence[Mapping[str, object]]) -> list[FirstAttempt]:
+    histograms: dict[int | None, dict[float, int]] = defaultdict(lambda: defaultdict(int))
+    for row in rows:
+        histograms[row["first_attempt"]][_score(row)] += 1  # type: ignore[index]
+    ordered = sorted(histograms.items(), key=lambda item: (item[0] is None, item[0] or 0))
+    return [FirstAttempt(turn, mean_from_histogram(counts)) for turn, counts in ordered]  # type: ignore[arg-type]
+
+
+def lic_metrics(experiment: LostInConversation) -> LicMetrics:
+    runs = experiment.runs
+    rows = dialogue_scores([run.pk for run in runs.values()])  # type: ignore[attr-defined]
+    by_run: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        by_run[row["run_id"]][row["task_id"]].append(_score(row))  # type: ignore[index]
+    conditions = [
+        _condition(condition, run, by_run.get(run.pk, {}))  # type: ignore[arg-type, attr-defined]
+        for condition, run in runs.items()
+    ]
+    # FULL and SHARDED play the same task rows: pair them by task.
+    full, sharded = (
+        by_run.get(experiment.full_run_id, {}),
+        by_run.get(experiment.sharded_run_id, {}),
+    )
+    common = sorted(full.keys() & sharded.keys())
+    drop = None
+    if common:
+        full_means = np.array([[np.mean(full[task])] for task in common])
+        sharded_means = np.array([[np.mean(sharded[task])] for task in common])
+        drop = paired_gaps(full_means, sharded_means)[0]
+    sharded_rows = [row for row in rows if row["run_id"] == experiment.sharded_run_id]
+    return LicMetrics(conditions, drop, _premature(sharded_rows))
