@@ -20,10 +20,11 @@ from models_gpu.spec.miniature import MiniatureSettings
 from models_gpu.spec.online import single_turn_baseline
 from webapp.accounts.models import User
 from webapp.accounts.services import user_create
+from webapp.experiments.services import lic_experiment_create
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.services import model_spec_register
 from webapp.runs.models import Protocol, Run
-from webapp.runs.services import evaluation_config, evaluation_run_create
+from webapp.runs.services import evaluation_config, evaluation_run_create, runs_tag
 from webapp.tasks.models import Task, TaskSet
 from webapp.tasks.services import task_add, task_set_create
 from webapp.training.services import online_training_run_config, training_run_create
@@ -38,6 +39,8 @@ MINIATURE_TASK_SET = "Guess the number (miniature: training)"
 MINIATURE_HELDOUT_TASK_SET = "Guess the number (miniature: held out)"
 MINIATURE_STUDENT = "house, sampled (miniature)"
 MINIATURE_RUN = "Miniature SML: house model learns to use feedback (seed 0)"
+SHARDED_STUDENT = "scripted sharded student"
+SHARD_REVEALER = "scripted shard revealer"
 _OPERATION_NAMES = {"+": "sum", "-": "difference", "*": "product"}
 
 
@@ -141,19 +144,55 @@ def demo_project_create(*, task_count: int = 40, launch_run: bool = True) -> Dem
             seed=0,
             created_by=user,
         )
+        _demo_experiments(user, task_set, student, teacher, didactic, run)
     return DemoProject(user=user, task_set=task_set, run=run, sharded_run=sharded_run)
+
+
+DEMO_TAG = "demo: feedback vs one turn"
+DEMO_SEEDS = (0, 1, 2)
+DEMO_LIC = "Demo: Lost in Conversation, sharded arithmetic"
+
+
+def _demo_experiments(
+    user: User, task_set: TaskSet, student: ModelSpec, teacher: ModelSpec, didactic: Protocol,
+    first: Run,
+) -> None:  # fmt: skip
+    """What the experiment pages show on the demo: the didactic run in three seeds beside a
+    single-turn baseline in three seeds (tagged, to compare: how much does feedback add?), and a
+    Lost-in-Conversation experiment on the sharded set."""
+    single_turn = Protocol.objects.get(name="Single turn")
+    runs = [first]
+    for seed in DEMO_SEEDS:
+        if seed != first.frozen_config.seed:
+            runs.append(evaluation_run_create(
+                name=f"Demo: scripted student, didactic 5 turns (seed {seed})", task_set=task_set,
+                student=student, teacher=teacher, protocol=didactic, samples_per_task=4,
+                seed=seed, created_by=user,
+            ))  # fmt: skip
+        runs.append(evaluation_run_create(
+            name=f"Demo: scripted student, single turn (seed {seed})", task_set=task_set,
+            student=student, protocol=single_turn, samples_per_task=4, seed=seed,
+            created_by=user,
+        ))  # fmt: skip
+    runs_tag(run_ids=[run.pk for run in runs], tag=DEMO_TAG)
+    lic_experiment_create(
+        name=DEMO_LIC, task_set=TaskSet.objects.get(name=SHARDED_TASK_SET),
+        student=ModelSpec.objects.get(name=SHARDED_STUDENT),
+        user_simulator=ModelSpec.objects.get(name=SHARD_REVEALER),
+        repeats=4, max_turns=6, seed=0, created_by=user,
+    )  # fmt: skip
 
 
 def _sharded_demo_create(user: User, *, task_count: int, launch_run: bool) -> Run | None:
     student, _ = model_spec_register(
-        name="scripted sharded student",
+        name=SHARDED_STUDENT,
         backend=ModelSpec.Backend.SCRIPTED,
         location="sharded-student",
         description="Asks about what is missing, sometimes answers too early.",
         replace=False,
     )
     simulator, _ = model_spec_register(
-        name="scripted shard revealer",
+        name=SHARD_REVEALER,
         backend=ModelSpec.Backend.SCRIPTED,
         location="shard-revealer",
         description="A user simulator that reveals the next shard, one per turn.",

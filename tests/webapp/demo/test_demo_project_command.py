@@ -8,14 +8,17 @@ from django.core.management import call_command
 
 from webapp.accounts.models import User
 from webapp.demo.services import (
+    DEMO_LIC,
+    DEMO_TAG,
     DEMO_TASK_SET,
     DEMO_USERNAME,
     HOUSE_MODEL,
     HOUSE_TASK_SET,
     SHARDED_TASK_SET,
 )
+from webapp.experiments.models import LostInConversation
 from webapp.models_registry.models import ModelSpec
-from webapp.runs.models import Run
+from webapp.runs.models import Run, Tag
 from webapp.tasks.models import TaskSet
 
 pytestmark = pytest.mark.django_db
@@ -29,8 +32,13 @@ def test_demo_project_is_created_once(django_capture_on_commit_callbacks) -> Non
     assert TaskSet.objects.get(name=DEMO_TASK_SET).tasks.count() == 40
     sharded = TaskSet.objects.get(name=SHARDED_TASK_SET).tasks.all()
     assert len(sharded) == 20 and all(len(task.shards) == 3 for task in sharded)
-    assert sorted(Run.objects.values_list("protocol__mode", flat=True)) == ["didactic", "sharded"]
-    assert len(callbacks) == 2  # each run is dispatched once, after commit
+    modes = sorted(Run.objects.values_list("protocol__mode", flat=True))
+    # The didactic run and its single-turn baseline in three seeds each, tagged to compare; the
+    # sharded run; a Lost-in-Conversation experiment (FULL and CONCAT in one turn, SHARDED).
+    assert modes == ["didactic"] * 3 + ["sharded"] * 2 + ["single_turn"] * 5
+    assert Tag.objects.get(name=DEMO_TAG).runs.count() == 6
+    assert LostInConversation.objects.get().name == DEMO_LIC
+    assert len(callbacks) == 10  # each run is dispatched once, after commit
     assert not TaskSet.objects.filter(name=HOUSE_TASK_SET).exists()  # no house model yet
 
 
