@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from webapp.experiments.comparison import Line, LineGap
 from webapp.experiments.lic import LicMetrics
-from webapp.runs.charts import COLOURS
+from webapp.runs.charts import COLOURS, LINE_CHART_LAYOUT
 
 
 def _error_bars(
@@ -42,10 +42,8 @@ def _layout(
         title=title,
         xaxis={"title": x_title, "dtick": 1, "range": [0.5, turns + 0.5]},
         yaxis=yaxis,
-        legend={"orientation": "h", "y": -0.2},
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
         height=400,
-        template="plotly_white",
+        **LINE_CHART_LAYOUT,
     )
     # Through JSON so numpy values become plain numbers the template can embed safely.
     figure_json: dict[str, Any] = json.loads(figure.to_json())
@@ -97,7 +95,7 @@ def gap_figure(baseline: Line, gaps: Sequence[LineGap], lines: Sequence[Line]) -
     colour_of = {line.key: COLOURS[index % len(COLOURS)] for index, line in enumerate(lines)}
     for gap in gaps:
         colour = colour_of[gap.line.key]
-        values = [point.difference for point in gap.gaps]
+        values = [point.value for point in gap.gaps]
         figure.add_trace(
             go.Scatter(
                 x=[point.turn for point in gap.gaps],
@@ -152,10 +150,8 @@ def lic_conditions_figure(metrics: LicMetrics) -> dict[str, Any]:
         title="Lost in Conversation: score by condition (95% bootstrap interval over instructions)",
         xaxis={"title": "condition"},
         yaxis={"title": "score", "range": [0, 1.02], "tickformat": ".0%"},
-        legend={"orientation": "h", "y": -0.2},
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
         height=380,
-        template="plotly_white",
+        **LINE_CHART_LAYOUT,
     )
     figure_json: dict[str, Any] = json.loads(figure.to_json())
     return figure_json

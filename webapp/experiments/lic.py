@@ -64,7 +64,7 @@ class LicMetrics:
         full = self.conditions[0].mean
         if self.drop is None or not full:
             return None
-        return -self.drop.difference / full + 0.0  # + 0.0: no "-0%" when nothing was lost
+        return -self.drop.value / full + 0.0  # + 0.0: no "-0%" when nothing was lost
 
 
 def dialogue_scores(run_ids: Sequence[int]) -> list[dict[str, object]]:

@@ -86,7 +86,7 @@ def transfer_matrix(request: HttpRequest) -> HttpResponse:
                 if cell is not None:
                     writer.writerow([
                         row.model.name, row.model.base_model, row.label, domain,
-                        *(round(value, 6) for value in (cell.difference, cell.low, cell.high)),
+                        *(round(value, 6) for value in (cell.value, cell.low, cell.high)),
                         round(cell.p_value, 6), cell.tasks,
                     ])  # fmt: skip
         return response

@@ -18,6 +18,13 @@ COLOURS = (
 )  # fmt: skip
 
 
+# The layout every line chart shares: legend under the plot, room for axis titles, plain theme.
+LINE_CHART_LAYOUT: dict[str, Any] = {
+    "legend": {"orientation": "h", "y": -0.2},
+    "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+    "template": "plotly_white",
+}
+
 PROVISIONAL_NOTE = (
     "provisional: the run has not played out; each point is over the dialogues played to turn k "
     "(n in the hover)"
@@ -95,10 +102,8 @@ def accuracy_by_turn_figure(curves: Sequence[Curve]) -> dict[str, Any]:
         title="Cumulative accuracy after turn k (95% Wilson intervals)",
         xaxis={"title": "turn k", "dtick": 1, "range": [0.5, last_turn + 0.5]},
         yaxis={"title": "solved by turn k", "range": [0, 1.02], "tickformat": ".0%"},
-        legend={"orientation": "h", "y": -0.2},
-        margin={"l": 60, "r": 20, "t": 50, "b": 50},
         height=380,
-        template="plotly_white",
+        **LINE_CHART_LAYOUT,
     )
     # Through JSON so numpy values become plain numbers the template can embed safely.
     figure_json: dict[str, Any] = json.loads(figure.to_json())

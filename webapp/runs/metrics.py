@@ -72,7 +72,8 @@ def wilson_interval(successes: int, total: int, z: float = Z_95) -> Proportion:
 
 @dataclass(frozen=True)
 class Difference:
-    """``b - a`` of two proportions, with a 95% interval."""
+    """A difference ``b - a`` (of two proportions, or a mean of paired ones), with a 95%
+    interval; in percentage points for templates."""
 
     value: float
     low: float

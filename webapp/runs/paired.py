@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from webapp.runs.metrics import Difference
+
 BOOTSTRAP_RESAMPLES = 4000
 SIGN_FLIPS = 9999
 SEED = 20261126
@@ -28,28 +30,13 @@ CHUNK = 1000  # resamples drawn at a time: memory stays chunk x tasks
 
 
 @dataclass(frozen=True)
-class PairedGap:
-    """The mean of ``b - a`` over tasks at one turn, its 95% bootstrap interval and the
-    two-sided p-value of the sign-flip test."""
+class PairedGap(Difference):
+    """The mean of ``b - a`` over tasks at one turn (``value``), its 95% bootstrap interval
+    (``low``, ``high``) and the two-sided p-value of the sign-flip test."""
 
     turn: int
-    difference: float
-    low: float
-    high: float
     p_value: float
     tasks: int
-
-    @property
-    def points(self) -> float:
-        return 100 * self.difference
-
-    @property
-    def low_points(self) -> float:
-        return 100 * self.low
-
-    @property
-    def high_points(self) -> float:
-        return 100 * self.high
 
 
 def _chunks(total: int) -> list[int]:
@@ -100,12 +87,12 @@ def paired_gaps(baseline: np.ndarray, other: np.ndarray) -> list[PairedGap]:
     observed = differences.mean(axis=0)
     return [
         PairedGap(
-            turn + 1,
             float(observed[turn]),
             float(low[turn]),
             float(high[turn]),
-            float(p_values[turn]),
-            tasks,
+            turn=turn + 1,
+            p_value=float(p_values[turn]),
+            tasks=tasks,
         )
         for turn in range(turns)
     ]

@@ -34,7 +34,7 @@ def test_seeds_become_one_line_each_and_the_trained_gap_is_significant() -> None
     (gap,) = result.gaps
     assert gap.line is trained
     assert gap.final.tasks == 30
-    assert gap.final.difference > 0.2 and gap.final.low > 0 and gap.final.p_value < 0.01
+    assert gap.final.value > 0.2 and gap.final.low > 0 and gap.final.p_value < 0.01
     # Both lines ran seeds 0, 1 and 2: only the student differs.
     assert [name for name, _ in result.config_diff] == ["student.id", "student.name"]
 
@@ -60,7 +60,7 @@ def test_runs_on_two_versions_pair_only_the_tasks_both_hold() -> None:
     play(second, {task.pk: 1 for task in new_tasks})
     result = compare([first, second], baseline_run_id=first.pk, by_seed=True)
     assert result.gaps[0].final.tasks == 3
-    assert result.gaps[0].final.difference == pytest.approx(1.0)
+    assert result.gaps[0].final.value == pytest.approx(1.0)
     assert "different task sets or versions" in result.notes[0]
     assert "sums v1 (3 tasks); sums v2 (4 tasks)" in result.notes[0]
 

@@ -70,7 +70,7 @@ def test_mean_aptitude_unreliability_drop_and_premature_answering(experiment) ->
     assert sharded.aptitude == pytest.approx(0.7)
     assert sharded.unreliability == pytest.approx(0.4)
     assert sharded.mean_low < 0.5 < sharded.mean_high
-    assert metrics.drop.difference == pytest.approx(-0.5) and metrics.drop.tasks == 4
+    assert metrics.drop.value == pytest.approx(-0.5) and metrics.drop.tasks == 4
     assert metrics.relative_drop == pytest.approx(0.5)
     early, late = metrics.premature
     assert (early.turn, early.score.mean, early.score.count) == (1, 0.0, 6)

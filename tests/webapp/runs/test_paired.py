@@ -14,7 +14,7 @@ from webapp.runs.paired import paired_gaps
 def test_identical_runs_differ_by_nothing_and_the_test_finds_nothing() -> None:
     rates = np.array([[0.0, 1.0], [1.0, 1.0], [0.5, 0.5]])
     (first, second) = paired_gaps(rates, rates.copy())
-    assert (first.difference, first.low, first.high) == (0.0, 0.0, 0.0)
+    assert (first.value, first.low, first.high) == (0.0, 0.0, 0.0)
     assert first.p_value == 1.0 and second.p_value == 1.0
     assert first.tasks == 3 and second.turn == 2
 
@@ -25,7 +25,7 @@ def test_ten_discordant_tasks_all_one_way_match_mcnemars_exact_test() -> None:
     baseline = np.array([[0.0]] * 10 + [[1.0]] * 10)
     other = np.ones((20, 1))
     (gap,) = paired_gaps(baseline, other)
-    assert gap.difference == pytest.approx(0.5)
+    assert gap.value == pytest.approx(0.5)
     assert 0.3 <= gap.low < 0.5 < gap.high <= 0.7
     assert gap.p_value == pytest.approx(2 * 0.5**10, abs=0.0015)
 
