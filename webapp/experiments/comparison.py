@@ -190,14 +190,21 @@ def _solved_rates(lines: Sequence[Line]) -> dict[str, dict[str, np.ndarray]]:
     }
 
 
+def _to_turn(rates: np.ndarray, turns: int) -> np.ndarray:
+    """A line's solved-by-turn-k rates carried on to ``turns``: a dialogue that ended at its
+    run's max turns is, for every later k, as it stood at its end."""
+    missing = turns - rates.shape[-1]
+    return np.concatenate([rates, np.repeat(rates[..., -1:], missing, axis=-1)], axis=-1)
+
+
 def _gap(baseline: Line, line: Line, rates: Mapping[str, Mapping[str, np.ndarray]]) -> LineGap:
     base_rates, line_rates = rates.get(baseline.key, {}), rates.get(line.key, {})
     common = sorted(base_rates.keys() & line_rates.keys())
-    turns = min(baseline.max_turns, line.max_turns)
     if not common:
         return LineGap(line, [])
-    base = np.array([base_rates[key][:turns] for key in common])
-    other = np.array([line_rates[key][:turns] for key in common])
+    turns = max(baseline.max_turns, line.max_turns)
+    base = _to_turn(np.array([base_rates[key] for key in common]), turns)
+    other = _to_turn(np.array([line_rates[key] for key in common]), turns)
     return LineGap(line, paired_gaps(base, other))
 
 

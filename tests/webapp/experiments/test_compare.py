@@ -7,9 +7,10 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.factories import TaskFactory, TaskSetFactory, frozen_run
+from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, frozen_run
 from tests.webapp.experiments.builders import base_and_trained_seeds, play
 from webapp.experiments.comparison import compare, selected_runs
+from webapp.runs.models import Protocol
 
 pytestmark = pytest.mark.django_db
 
@@ -105,3 +106,18 @@ def test_an_unknown_format_or_figure_is_not_found(researcher_client) -> None:  #
     assert (
         researcher_client.get(_url(runs["base"], figure="nope", download="svg")).status_code == 404
     )
+
+
+def test_a_single_turn_baseline_is_compared_at_every_turn_as_it_stood_after_its_one() -> None:
+    task_set = TaskSetFactory(name="sums")
+    tasks = [TaskFactory(task_set=task_set).pk for _ in range(10)]
+    one_turn = frozen_run(
+        name="one turn", task_set=task_set,
+        protocol=ProtocolFactory(mode=Protocol.Mode.SINGLE_TURN, max_turns=1),
+    )  # fmt: skip
+    taught = frozen_run(name="taught", task_set=task_set, protocol=ProtocolFactory(max_turns=3))
+    play(one_turn, {task: 1 if task in tasks[:3] else None for task in tasks})
+    play(taught, {task: 1 if task in tasks[:3] else 3 for task in tasks})
+    (gap,) = compare([one_turn, taught], baseline_run_id=one_turn.pk, by_seed=True).gaps
+    assert [round(point.value, 6) for point in gap.gaps] == [0.0, 0.0, 0.7]
+    assert gap.final.turn == 3 and gap.final.p_value < 0.05
