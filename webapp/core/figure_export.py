@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 from django.http import Http404, HttpRequest, HttpResponse
+from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
@@ -66,6 +67,11 @@ def _error_bounds(
     lows = [y - minus for y, minus in zip(ys, below, strict=True)]
     highs = [y + plus for y, plus in zip(ys, above, strict=True)]
     return lows, highs
+
+
+def _legend_label(trace: Mapping[str, Any]) -> str | None:
+    """The trace's name, unless the page keeps it out of the legend."""
+    return None if trace.get("showlegend") is False else trace.get("name")
 
 
 def _style_axis(axes: Any, layout: Mapping[str, Any], x_name: str, y_name: str) -> None:
@@ -161,11 +167,13 @@ def draw(figure_json: Mapping[str, Any]) -> Figure:
     for trace in traces:
         axes = axes_by_name[(trace.get("xaxis", "x"), trace.get("yaxis", "y"))]
         xs, ys = _numbers(trace.get("x")), _numbers(trace.get("y"))
-        colour = (trace.get("line") or {}).get("color") or (trace.get("marker") or {}).get("color")
+        line = trace.get("line") or {}
+        colour = line.get("color") or (trace.get("marker") or {}).get("color")
         mode = trace.get("mode", "lines+markers")
+        dash = DASHES.get(line.get("dash", ""), "-")
         style = {"color": colour, "linewidth": 1.4, "markersize": 4,
                  "marker": "o" if "markers" in mode else None,
-                 "linestyle": "-" if "lines" in mode else "none"}  # fmt: skip
+                 "linestyle": dash if "lines" in mode else "none"}  # fmt: skip
         bounds = _error_bounds(trace, ys)
         if bounds:
             lows, highs = bounds
@@ -174,10 +182,10 @@ def draw(figure_json: Mapping[str, Any]) -> Figure:
                 [high - y for y, high in zip(ys, highs, strict=True)],
             ]
             axes.errorbar(
-                xs, ys, yerr=yerr, capsize=2, elinewidth=0.8, label=trace.get("name"), **style
+                xs, ys, yerr=yerr, capsize=2, elinewidth=0.8, label=_legend_label(trace), **style
             )
         else:
-            axes.plot(xs, ys, label=trace.get("name"), **style)
+            axes.plot(xs, ys, label=_legend_label(trace), **style)
     for (x_ref, y_ref), axes in axes_by_name.items():
         _style_axis(axes, layout, _axis_name(x_ref, "x"), _axis_name(y_ref, "y"))
     _reference_lines(axes_by_name, layout)
@@ -202,7 +210,9 @@ def render(figure_json: Mapping[str, Any], file_format: str) -> bytes:
     buffer = io.BytesIO()
     # No timestamps or tool versions in the file: the same figure gives the same bytes.
     metadata = {"svg": {"Date": None}, "pdf": {"CreationDate": None}}.get(file_format)
-    draw(figure_json).savefig(buffer, format=file_format, dpi=PNG_DPI, metadata=metadata)
+    # A fixed salt for the SVG's element ids, which matplotlib otherwise draws at random.
+    with rc_context({"svg.hashsalt": "dialab"}):
+        draw(figure_json).savefig(buffer, format=file_format, dpi=PNG_DPI, metadata=metadata)
     return buffer.getvalue()
 
 

@@ -72,6 +72,23 @@ def comparison_figure(lines: Sequence[Line]) -> dict[str, Any]:
                 f"({line.interval_name})<extra></extra>",
             )
         )
+        turns = max(other.max_turns for other in lines)
+        if points and line.max_turns < turns:
+            # Its dialogues ended at its max turns: at every later k it stands where it ended
+            # (as the differences from the baseline count it).
+            last = points[-1]
+            figure.add_trace(
+                go.Scatter(
+                    x=[last.turn, turns],
+                    y=[last.value, last.value],
+                    mode="lines",
+                    line={"color": colour, "dash": "dot"},
+                    showlegend=False,
+                    name=f"{line.label} (as after turn {line.max_turns})",
+                    hovertemplate=f"{line.label}: ended at turn {line.max_turns}, "
+                    "%{y:.1%}<extra></extra>",
+                )
+            )
         if line.training_horizon is not None:
             figure.add_vline(
                 x=line.training_horizon,

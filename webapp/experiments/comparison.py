@@ -23,7 +23,7 @@ from django.db.models import Count
 from models_gpu.spec.training_run import TrainingRunConfig
 from webapp.dialogues.models import Dialogue
 from webapp.models_registry.models import ModelSpec
-from webapp.runs.config_view import flatten
+from webapp.runs.config_view import NOT_SET, flatten
 from webapp.runs.metrics import TurnAccuracy, mean_rate_across
 from webapp.runs.models import Run
 from webapp.runs.paired import PairedGap, paired_gaps
@@ -218,9 +218,9 @@ def config_diff(lines: Sequence[Line]) -> list[tuple[str, list[str]]]:
         flat.append(settings)
     names = sorted(set().union(*flat)) if flat else []
     return [
-        (name, [settings.get(name, "—") for settings in flat])
+        (name, [settings.get(name, NOT_SET) for settings in flat])
         for name in names
-        if len({settings.get(name) for settings in flat}) > 1
+        if len({settings.get(name, NOT_SET) for settings in flat}) > 1
     ]
 
 

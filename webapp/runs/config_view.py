@@ -8,18 +8,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+NOT_SET = "—"
 # Sections whose values are long texts shown as they are (one box each), not as table cells.
 TEXT_SECTIONS = ("templates",)
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, str]:
     """``{"protocol": {"max_turns": 5}}`` → ``{"protocol.max_turns": "5"}``: texts as they are,
-    everything else as JSON."""
+    nothing (a role not played) as ``NOT_SET``, everything else as JSON."""
     if isinstance(value, Mapping) and value:
         flat: dict[str, str] = {}
         for key, item in value.items():
             flat.update(flatten(item, f"{prefix}.{key}" if prefix else str(key)))
         return flat
+    if value is None:
+        return {prefix: NOT_SET}
     return {prefix: value if isinstance(value, str) else json.dumps(value, sort_keys=True)}
 
 
