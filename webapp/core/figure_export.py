@@ -33,6 +33,7 @@ WIDTH_INCHES = 6.4
 PANEL_HEIGHT_INCHES = 3.6
 PNG_DPI = 200
 TITLE_WIDTH = 80  # characters a title line holds at this width
+LEGEND_COLUMN_CHARACTERS = 45  # the longest legend entry two columns hold at this width
 DASHES = {"dot": ":", "dash": "--", "dashdot": "-."}
 
 
@@ -195,9 +196,10 @@ def draw(figure_json: Mapping[str, Any]) -> Figure:
         figure.suptitle("\n".join(textwrap.wrap(title, TITLE_WIDTH)), fontsize=10)
     named = [t for t in traces if t.get("name") and t.get("showlegend", True) is not False]
     if len(named) > 1 and len(axes_by_name) == 1:
-        figure.legend(
-            loc="outside lower center", ncols=min(2, len(named)), fontsize=8, frameon=False
-        )
+        # Side by side while the names fit the width; one a row otherwise.
+        longest = max(len(str(trace["name"])) for trace in named)
+        columns = 2 if longest <= LEGEND_COLUMN_CHARACTERS else 1
+        figure.legend(loc="outside lower center", ncols=columns, fontsize=8, frameon=False)
     return figure
 
 
