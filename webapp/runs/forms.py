@@ -207,6 +207,10 @@ class RunFilterForm(forms.Form):
             return {}
         return {key: value for key, value in self.cleaned_data.items() if value and key != "group"}
 
+    def grouping(self) -> str:
+        """The grouping asked for (``table.GROUPINGS``' key), "" for none."""
+        return str(self.cleaned_data.get("group", "")) if self.is_valid() else ""
+
 
 TAG_NAME = re.compile(r"^[\w .:+-]{1,50}$")
 

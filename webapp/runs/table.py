@@ -8,9 +8,10 @@ the filters (three grouped queries, ``selectors.run_summaries``), then sorts in 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from django.core.paginator import Page, Paginator
 from django.db.models import Q, QuerySet
 
 from webapp.runs.metrics import MeanEstimate, Proportion, RunSummary, mean_rate_across
@@ -48,6 +49,7 @@ FIGURE_SORTS: dict[str, tuple[str, Callable[[RunSummary], float | None]]] = {
 }
 DATABASE_SORTS = {"created": "created_at", "name": "name", "status": "status"}
 DEFAULT_SORT = "-created"
+RUNS_PER_PAGE = 25
 
 
 def _seed_group_key(run: Run) -> str:
@@ -99,14 +101,20 @@ def split_sort(sort: str) -> tuple[str, bool]:
     return key, sort.startswith("-")
 
 
-def sorted_rows(runs: QuerySet[Run], sort: str) -> list[RunRow]:
-    """Every run with its figures, sorted by a figure (missing figures last)."""
+def database_order(runs: QuerySet[Run], sort: str) -> QuerySet[Run]:
     key, descending = split_sort(sort)
-    ordered = list(runs.order_by("-created_at"))
+    field = DATABASE_SORTS.get(key, "created_at")
+    return runs.order_by(f"-{field}" if descending else field, "-pk")
+
+
+def sorted_rows(runs: QuerySet[Run], sort: str) -> list[RunRow]:
+    """Every run with its figures, sorted (by a figure: runs without it last)."""
+    key, descending = split_sort(sort)
+    ordered = list(database_order(runs, sort if key in DATABASE_SORTS else DEFAULT_SORT))
     summaries = run_summaries(runs=ordered)
     rows = [RunRow(run, summaries.get(run.pk)) for run in ordered]
     if key in DATABASE_SORTS:
-        return rows  # the caller sorts in the database instead
+        return rows
 
     def value(row: RunRow) -> float | None:
         return FIGURE_SORTS[key][1](row.summary) if row.summary else None
@@ -117,10 +125,27 @@ def sorted_rows(runs: QuerySet[Run], sort: str) -> list[RunRow]:
     return present + missing
 
 
-def database_order(runs: QuerySet[Run], sort: str) -> QuerySet[Run]:
-    key, descending = split_sort(sort)
-    field = DATABASE_SORTS.get(key, "created_at")
-    return runs.order_by(f"-{field}" if descending else field, "-pk")
+def table_page(
+    runs: QuerySet[Run], *, sort: str, grouping: str, page_number: str | None
+) -> tuple[Page[Any], list[RowGroup]]:
+    """The page of the table to show, its rows under their group headings. Sorted by a column of
+    the database and not grouped, only the page's runs are counted; otherwise every run is."""
+    key, _ = split_sort(sort)
+    if key in DATABASE_SORTS and not grouping:
+        page = Paginator(database_order(runs, sort), RUNS_PER_PAGE).get_page(page_number)
+        summaries = run_summaries(runs=page.object_list)
+        rows = [RunRow(run, summaries.get(run.pk)) for run in page.object_list]
+        return page, [RowGroup("", rows)]
+    every_row = sorted_rows(runs, sort)
+    page = Paginator(every_row, RUNS_PER_PAGE).get_page(page_number)
+    if not grouping:
+        return page, [RowGroup("", list(page.object_list))]
+    shown = {row.run.pk for row in page.object_list}
+    groups = [
+        replace(group, rows=[row for row in group.rows if row.run.pk in shown])
+        for group in grouped(every_row, grouping)
+    ]
+    return page, [group for group in groups if group.rows]
 
 
 def grouped(rows: Sequence[RunRow], grouping: str) -> list[RowGroup]:

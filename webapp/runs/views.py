@@ -6,7 +6,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
@@ -35,9 +34,7 @@ from webapp.runs.metrics import (
     csv_cells,
     metric_rows,
 )
-from webapp.runs.models import Protocol, Run, Tag
-
-RUNS_PER_PAGE = 25
+from webapp.runs.models import Protocol, Run
 
 
 @researcher_required
@@ -45,43 +42,21 @@ def run_list(request: HttpRequest) -> HttpResponse:
     """Every run with its headline figures: filters, sorting, grouping, and a selection that
     goes to the comparison page (or gets a tag)."""
     form = RunFilterForm(request.GET or None)
-    runs = table.filtered_runs(form.filters())
+    filters = form.filters()
     sort = request.GET.get("sort", table.DEFAULT_SORT)
-    grouping = form.cleaned_data.get("group", "") if form.is_bound and form.is_valid() else ""
-    sort_key, _ = table.split_sort(sort)
-    if sort_key in table.DATABASE_SORTS and not grouping:
-        page = Paginator(table.database_order(runs, sort), RUNS_PER_PAGE).get_page(
-            request.GET.get("page")
-        )
-        summaries = selectors.run_summaries(runs=page.object_list)
-        rows = [table.RunRow(run, summaries.get(run.pk)) for run in page.object_list]
-        groups = [table.RowGroup("", rows)]
-    else:
-        all_rows = table.sorted_rows(runs, sort)
-        groups_all = table.grouped(all_rows, grouping) if grouping else []
-        page = Paginator(all_rows, RUNS_PER_PAGE).get_page(request.GET.get("page"))
-        shown = {row.run.pk for row in page.object_list}
-        groups = (
-            [
-                table.RowGroup(
-                    group.label,
-                    [row for row in group.rows if row.run.pk in shown],
-                    group.seeds_final,
-                )
-                for group in groups_all
-            ]
-            if grouping
-            else [table.RowGroup("", list(page.object_list))]
-        )
-        groups = [group for group in groups if group.rows]
+    page, groups = table.table_page(
+        table.filtered_runs(filters),
+        sort=sort,
+        grouping=form.grouping(),
+        page_number=request.GET.get("page"),
+    )
     context = {
         "form": form,
         "page": page,
         "groups": groups,
         "sort": sort,
         "sorts": _sort_links(request, sort),
-        "filtered": bool(form.filters()),
-        "tags": Tag.objects.all(),
+        "filtered": bool(filters),
     }
     return render(request, "runs/run_list.html", context)
 

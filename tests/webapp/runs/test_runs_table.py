@@ -85,3 +85,12 @@ def test_renaming_and_retagging_a_run(researcher_client) -> None:  # type: ignor
         f"/runs/{run.pk}/label/", {"name": "", "tags": ""}, follow=True
     )
     assert "Nothing saved" in refused.content.decode()
+
+
+def test_grouped_rows_keep_the_sort_within_their_group(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    base_and_trained_seeds(tasks=2)
+    html = researcher_client.get("/runs/?group=seeds&sort=name").content.decode()
+    assert _row_names(html) == [
+        "base seed 0", "base seed 1", "base seed 2",
+        "trained seed 0", "trained seed 1", "trained seed 2",
+    ]  # fmt: skip
