@@ -129,15 +129,21 @@ def kill_between_checkpoints(
     before the next one is begun; the step it was killed at and its newest checkpoint's.
 
     The trainer logs step s, then saves checkpoint-s when s is a multiple of ``save_steps``, so
-    once step s + 1 is logged checkpoint-s is whole, and the next is save_steps - 1 steps off."""
+    once step s + 1 is logged checkpoint-s is whole, and the next is save_steps - 1 steps off.
+    The run's progress reaches the database a little after the trainer logs it, more on a busy
+    machine: the newest checkpoint on disk must be behind it too, or the trainer may already be
+    past the next one."""
     this_run = Run.objects.filter(pk=run.pk)
     out = training_output_dir(run)
 
     def between_checkpoints() -> bool:
         done, finished = this_run.values_list("progress_done", "finished_at").get()
-        return finished is not None or (
-            done > save_steps and 0 < done % save_steps < save_steps // 2
-        )
+        if finished is not None:
+            return True
+        if not (done > save_steps and 0 < done % save_steps < save_steps // 2):
+            return False
+        saved = checkpoint_steps(out)
+        return bool(saved) and saved[-1] < done
 
     wait_until(between_checkpoints, timeout=180, interval=0.02, message=worker.output)
     kill_worker(worker)
