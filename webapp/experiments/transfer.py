@@ -23,6 +23,7 @@ from django.db.models import Count, F
 
 from models_gpu.spec.training_run import TrainingRunConfig
 from webapp.dialogues.models import Dialogue
+from webapp.experiments.comparison import task_key
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
 from webapp.runs.paired import PairedGap, paired_gaps
@@ -121,6 +122,13 @@ def _solved_by_task(runs: Sequence[Run]) -> dict[int, dict[int, tuple[str, float
     }
 
 
+def _comparison_order(task_ids: set[int]) -> dict[int, str]:
+    """Tasks in the order the comparison page pairs them (by ``comparison.task_key``), so that a
+    cell and the comparison of the same two runs draw the same resamples: the same numbers."""
+    tasks = Task.objects.filter(pk__in=task_ids).values_list("pk", "prompt", "reference")
+    return {pk: task_key(prompt, reference) for pk, prompt, reference in tasks}
+
+
 def transfer_matrix() -> TransferMatrix:
     """Every trained model against every evaluation domain its evaluations cover."""
     models = list(
@@ -132,9 +140,10 @@ def transfer_matrix() -> TransferMatrix:
     solved = _solved_by_task([run for pair in pairs for run in (pair.base_run, pair.trained_run)])
     # {model id: {evaluation domain: ([base rates], [trained rates])}}, tasks paired within a pair.
     pooled: dict[int, dict[str, tuple[list[float], list[float]]]] = defaultdict(dict)
+    order = _comparison_order({task for rates in solved.values() for task in rates})
     for pair in pairs:
         base, trained = solved.get(pair.base_run.pk, {}), solved.get(pair.trained_run.pk, {})
-        for task in base.keys() & trained.keys():
+        for task in sorted(base.keys() & trained.keys(), key=order.__getitem__):
             domain = base[task][0]
             rates = pooled[pair.model.pk].setdefault(domain, ([], []))
             rates[0].append(base[task][1])

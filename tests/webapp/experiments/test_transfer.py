@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.webapp.experiments.builders import base_and_two_trained_models
+from webapp.dialogues.models import Dialogue
 from webapp.experiments.comparison import compare
 from webapp.experiments.transfer import transfer_matrix
 from webapp.runs.models import Run
@@ -59,3 +60,17 @@ def test_the_comparison_marks_an_online_trained_students_training_horizon(
     ]
     lines = compare(runs, baseline_run_id=None, by_seed=True).lines
     assert [line.training_horizon for line in lines] == [None, 2, None]
+
+
+def test_a_cell_gives_the_numbers_the_comparison_of_the_same_two_runs_gives(
+    two_trained_models,
+) -> None:  # type: ignore[no-untyped-def]
+    Dialogue.objects.filter(task__domain="logic").delete()  # one domain: the same tasks both ways
+    base, trained = two_trained_models["base"], two_trained_models["arithmetic"]
+    rows = {row.model.name: row for row in transfer_matrix().rows}
+    (cell,) = rows["trained on arithmetic"].cells
+    (gap,) = compare([base, trained], baseline_run_id=base.pk, by_seed=True).gaps
+    final = gap.final
+    assert (cell.value, cell.low, cell.high, cell.p_value, cell.tasks) == (
+        final.value, final.low, final.high, final.p_value, final.tasks,
+    )  # fmt: skip
