@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import F, FloatField, Max, Min, Q
+from django.db.models import FloatField, Max, Min, Q
 from django.db.models.functions import Coalesce
 
 from webapp.dialogues.models import Dialogue, Turn
@@ -67,23 +67,31 @@ class LicMetrics:
         return -self.drop.value / full + 0.0  # + 0.0: no "-0%" when nothing was lost
 
 
-def dialogue_scores(run_ids: Sequence[int]) -> list[dict[str, object]]:
-    """One row per dialogue: run, task, score and the round of its first attempt. One query."""
+@dataclass(frozen=True)
+class DialogueScore:
+    run_id: int
+    task_id: int
+    score: float
+    first_attempt: int | None  # the round of its first answer attempt, None: never attempted
+
+
+def dialogue_scores(run_ids: Sequence[int]) -> list[DialogueScore]:
+    """Every dialogue's score (solved counts as 1, whatever the verifier's scale) and the round
+    of its first attempt. One query."""
     attempt = Q(turns__role=Turn.Role.STUDENT, turns__kind=Turn.Kind.ATTEMPT)
-    return list(
+    rows = (
         Dialogue.objects.filter(run_id__in=run_ids)
         .annotate(
             best=Coalesce(Max("turns__score", filter=attempt), 0.0, output_field=FloatField()),
             first_attempt=Min("turns__round", filter=attempt),
         )
-        .values("run_id", "task_id", "best", "first_attempt", solved=F("first_correct_turn"))
+        .values_list("run_id", "task_id", "first_correct_turn", "best", "first_attempt")
         .order_by()
     )
-
-
-def _score(row: Mapping[str, object]) -> float:
-    """Solved counts as 1 whatever the verifier's score scale."""
-    return 1.0 if row["solved"] is not None else float(row["best"])  # type: ignore[arg-type]
+    return [
+        DialogueScore(run_id, task_id, 1.0 if solved is not None else float(best), first_attempt)
+        for run_id, task_id, solved, best, first_attempt in rows
+    ]
 
 
 def _condition(condition: str, run: Run, by_task: Mapping[int, list[float]]) -> ConditionMetrics:
@@ -101,23 +109,22 @@ def _condition(condition: str, run: Run, by_task: Mapping[int, list[float]]) -> 
     )  # fmt: skip
 
 
-def _premature(rows: Sequence[Mapping[str, object]]) -> list[FirstAttempt]:
+def _premature(scores: Sequence[DialogueScore]) -> list[FirstAttempt]:
     histograms: dict[int | None, dict[float, int]] = defaultdict(lambda: defaultdict(int))
-    for row in rows:
-        histograms[row["first_attempt"]][_score(row)] += 1  # type: ignore[index]
+    for dialogue in scores:
+        histograms[dialogue.first_attempt][dialogue.score] += 1
     ordered = sorted(histograms.items(), key=lambda item: (item[0] is None, item[0] or 0))
     return [FirstAttempt(turn, mean_from_histogram(counts)) for turn, counts in ordered]  # type: ignore[arg-type]
 
 
 def lic_metrics(experiment: LostInConversation) -> LicMetrics:
     runs = experiment.runs
-    rows = dialogue_scores([run.pk for run in runs.values()])  # type: ignore[attr-defined]
+    scores = dialogue_scores([run.pk for run in runs.values()])
     by_run: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for row in rows:
-        by_run[row["run_id"]][row["task_id"]].append(_score(row))  # type: ignore[index]
+    for dialogue in scores:
+        by_run[dialogue.run_id][dialogue.task_id].append(dialogue.score)
     conditions = [
-        _condition(condition, run, by_run.get(run.pk, {}))  # type: ignore[arg-type, attr-defined]
-        for condition, run in runs.items()
+        _condition(condition, run, by_run.get(run.pk, {})) for condition, run in runs.items()
     ]
     # FULL and SHARDED play the same task rows: pair them by task.
     full, sharded = (
@@ -130,5 +137,5 @@ def lic_metrics(experiment: LostInConversation) -> LicMetrics:
         full_means = np.array([[np.mean(full[task])] for task in common])
         sharded_means = np.array([[np.mean(sharded[task])] for task in common])
         drop = paired_gaps(full_means, sharded_means)[0]
-    sharded_rows = [row for row in rows if row["run_id"] == experiment.sharded_run_id]
-    return LicMetrics(conditions, drop, _premature(sharded_rows))
+    sharded_scores = [d for d in scores if d.run_id == experiment.sharded_run_id]
+    return LicMetrics(conditions, drop, _premature(sharded_scores))

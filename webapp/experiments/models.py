@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
+
+if TYPE_CHECKING:
+    from webapp.runs.models import Run
 
 
 class LostInConversation(models.Model):
@@ -42,6 +47,6 @@ class LostInConversation(models.Model):
         return self.name
 
     @property
-    def runs(self) -> dict[str, object]:
+    def runs(self) -> dict[str, Run]:
         """The condition's run, by condition name, in the paper's order."""
         return {"FULL": self.full_run, "CONCAT": self.concat_run, "SHARDED": self.sharded_run}

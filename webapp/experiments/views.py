@@ -118,7 +118,7 @@ def _lic_context(experiment: LostInConversation) -> dict[str, object]:
     return {
         "experiment": experiment,
         "metrics": metrics,
-        "finished": all(run.is_finished for run in runs),  # type: ignore[attr-defined]
+        "finished": all(run.is_finished for run in runs),
         "conditions_figure": lic_conditions_figure(metrics),
         "premature_figure": premature_figure(metrics),
     }
