@@ -35,6 +35,20 @@ Protocols (``ProtocolSpec.mode``):
                     prediction), so roles keep alternating. Ends "solved" or "max_turns".
     single_turn     One verified reply; ends "solved" or "max_turns".
 
+Continuing dialogues (``DialogueJob.prefix``): a job can bring turns already played (a fork of
+another dialogue, or a dialogue that waited for a person). Its next speaker follows from them:
+after a student reply, whoever answers the student in that round; otherwise the student, in the
+next round. Such a dialogue joins the chunk's rounds there, so a chunk still makes one call per
+role per round, and ``on_round`` counts it as going through the rounds its turns cover. A prefix
+with a correct reply, or one whose next turn is past ``max_turns``, is refused (ValueError).
+
+People (``models_gpu.backends.human.Person`` as a role): nothing is generated for them. A
+dialogue whose next speaker is a person and whose job brings no ``person_reply`` is parked:
+reported to ``on_parked`` with the request that person's role sees, and dropped from the chunk.
+A job's ``person_reply`` stands for that role's next turn (zero tokens, ``private_context``
+``{"person": who}``) and goes through the same verification, turn kinds and leak checks as a
+model's; a person's flagged teacher turn is not regenerated.
+
 Outside sharded mode every student reply is verified and keeps its verdict, whatever its kind;
 a reply the verifier accepts is an attempt and ends the dialogue solved.
 
@@ -56,10 +70,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from models_gpu import classify, leak
+from models_gpu.backends.human import Person
 from models_gpu.backends.scripted import ScriptedGenerator
 from models_gpu.backends.shard_revealer import shard_revealer_reply
 from models_gpu.classify import StudentTurnKind
-from models_gpu.conversation import CRITIQUE_INSTRUCTION_KEY, student_messages
+from models_gpu.conversation import CRITIQUE_INSTRUCTION_KEY, is_critique, student_messages
 from models_gpu.leak import LeakReference
 from models_gpu.spec.protocol import ProtocolSpec, protocol_problems
 from models_gpu.spec.templates import render_for_dialogue, resolve_templates
@@ -71,6 +86,9 @@ from models_gpu.types import (
     GenerationRequest,
     Generator,
     Message,
+    ParkedDialogue,
+    PersonReply,
+    PersonRole,
     Role,
     TaskSpec,
     TurnKind,
@@ -93,6 +111,8 @@ class EngineStats:
     stopped_early: bool
     user_simulator_calls: int = 0  # user simulator generations (sharded)
     judge_calls: int = 0  # judge generations (turn kinds and leaks)
+    person_turns: int = 0  # turns people answered (not generations: counted apart)
+    dialogues_parked: int = 0  # dialogues left waiting for a person
 
 
 def derive_seed(seed: int, retry: int) -> int:
@@ -130,6 +150,43 @@ class _Dialogue:
     first_correct_turn: int | None = None
     end_reason: EndReason | None = None
     shards_revealed: int = 0
+    person_reply: PersonReply | None = None
+
+    @classmethod
+    def continuing(
+        cls, job: DialogueJob, templates: Mapping[str, str], max_turns: int
+    ) -> _Dialogue:
+        """A dialogue from its job: new, or going on from the job's prefix."""
+        dialogue = cls(
+            job,
+            templates,
+            max_turns,
+            leak.leak_reference(job.task),
+            turns=list(job.prefix),
+            shards_revealed=sum(turn.kind == "shard" for turn in job.prefix),
+            person_reply=job.person_reply,
+        )
+        if any(turn.verdict is not None and turn.verdict.correct for turn in job.prefix):
+            raise ValueError(
+                f"task {job.task.task_id} sample {job.sample_index}: its turns already hold a "
+                "correct reply, so the dialogue is over"
+            )
+        round_number, phase = dialogue.next_turn()
+        if round_number > max_turns or (phase == "respond" and round_number == max_turns):
+            raise ValueError(
+                f"task {job.task.task_id} sample {job.sample_index}: its next turn is past "
+                f"max_turns ({max_turns})"
+            )
+        return dialogue
+
+    def next_turn(self) -> tuple[int, Literal["student", "respond"]]:
+        """The round and phase the dialogue goes on in: after a student reply (a critique
+        aside), whoever answers it in that round; otherwise the student, in the next round."""
+        replies = sum(turn.role == "student" and not is_critique(turn) for turn in self.turns)
+        last = self.turns[-1] if self.turns else None
+        if last is not None and last.role == "student" and not is_critique(last):
+            return replies, "respond"
+        return replies + 1, "student"
 
     @property
     def task(self) -> TaskSpec:
@@ -262,14 +319,19 @@ def run_dialogues(
     user_simulator: Generator | None = None,
     judge: Generator | None = None,
     on_round: Callable[[int, int], None] | None = None,
+    on_parked: Callable[[list[ParkedDialogue]], None] | None = None,
 ) -> EngineStats:
     """Run ``jobs`` under ``protocol``; see the module docstring. ``user_simulator`` speaks in
     sharded runs (default: the scripted shard-revealer); ``judge`` classifies ambiguous replies
     and checks teacher turns for leaks when the protocol asks for it (without one, rules only).
     ``on_round(k, going)`` follows every student round's ``on_finished``, ``going`` being the
     chunk's dialogues that played round k and go on: what a live accuracy needs to count the
-    dialogues not finished yet (round 1 starts a new chunk)."""
+    dialogues not finished yet (round 1 starts a new chunk). ``on_parked`` takes the dialogues
+    left waiting for a person (needed when a role is a ``Person``)."""
     templates = _check_arguments(jobs, protocol, teacher, batch_size)
+    people = [g for g in (student, teacher, user_simulator) if isinstance(g, Person)]
+    if people and on_parked is None:
+        raise ValueError("a person plays a role: on_parked must take the dialogues they park")
     if protocol.mode == "sharded" and user_simulator is None:
         user_simulator = default_user_simulator()
     run = _Run(
@@ -282,6 +344,7 @@ def run_dialogues(
         on_finished,
         should_stop,
         on_round,
+        on_parked or (lambda parked: None),
     )
     for start in range(0, len(jobs), batch_size):
         if not run.run_chunk([run.new_dialogue(job) for job in jobs[start : start + batch_size]]):
@@ -300,6 +363,7 @@ class _Run:
     on_finished: Callable[[list[DialogueResult]], None]
     should_stop: Callable[[], bool]
     on_round: Callable[[int, int], None] | None
+    on_parked: Callable[[list[ParkedDialogue]], None]
     started: float = field(default_factory=time.perf_counter)
     dialogues_finished: int = 0
     generations: dict[SpeakerRole, int] = field(
@@ -307,40 +371,57 @@ class _Run:
     )
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    person_turns: int = 0
+    dialogues_parked: int = 0
 
     @property
     def sharded(self) -> bool:
         return self.protocol.mode == "sharded"
 
     def new_dialogue(self, job: DialogueJob) -> _Dialogue:
-        return _Dialogue(
-            job, self.templates, self.protocol.max_turns, leak.leak_reference(job.task)
-        )
+        return _Dialogue.continuing(job, self.templates, self.protocol.max_turns)
 
-    def run_chunk(self, active: list[_Dialogue]) -> bool:
-        """Run one chunk of dialogues to the end; False when ``should_stop`` cut it short."""
+    def run_chunk(self, chunk: list[_Dialogue]) -> bool:
+        """Run one chunk of dialogues to the end, or until each waits for a person; False when
+        ``should_stop`` cut it short. A continuing dialogue joins at its next turn, and counts as
+        going through the rounds before it."""
         if self.sharded:
-            for dialogue in active:
-                dialogue.reveal_shard(1, dialogue.task.shards[0])
+            for dialogue in chunk:
+                if not dialogue.turns:
+                    dialogue.reveal_shard(1, dialogue.task.shards[0])
+        joining = {id(dialogue): dialogue.next_turn() for dialogue in chunk}
+        waiting = list(chunk)
+        active: list[_Dialogue] = []
+
+        def join(round_number: int, phase: str) -> None:
+            arriving = [d for d in waiting if joining[id(d)] == (round_number, phase)]
+            waiting[:] = [d for d in waiting if joining[id(d)] != (round_number, phase)]
+            active.extend(arriving)
+
         for round_number in range(1, self.protocol.max_turns + 1):
             if self.should_stop():
                 return False
-            active = self._student_round(active, round_number)
+            join(round_number, "student")
+            active[:] = self._student_round(active, round_number)
             if self.on_round is not None:
-                self.on_round(round_number, len(active))
-            if not active:
+                self.on_round(round_number, len(active) + len(waiting))
+            if not active and not waiting:
                 return True
             if self.should_stop():
                 return False
-            self._respond(active, round_number)
-        raise AssertionError("the last round ends every dialogue")
+            join(round_number, "respond")
+            active[:] = self._respond(active, round_number)
+            if not active and not waiting:  # the rest wait for a person
+                return True
+        assert not active and not waiting, "the last round ends every dialogue"
+        return True
 
     # --- The student's turn -------------------------------------------------------------------
 
     def _student_round(self, active: list[_Dialogue], round_number: int) -> list[_Dialogue]:
         """Every active student replies; returns the dialogues that go on."""
         requests = [dialogue.student_request(sharded=self.sharded) for dialogue in active]
-        generations = self._generate("student", requests)
+        active, requests, generations = self._speak("student", active, requests, round_number)
         verdicts = [
             verify(dialogue.task, generation.text)
             for dialogue, generation in zip(active, generations, strict=True)
@@ -359,7 +440,7 @@ class _Run:
                 generation.text,
                 _Cost.of(generation),
                 verdict=verdict if kind == "attempt" or not self.sharded else None,
-                private_context=judged.get(i, {}),
+                private_context={**judged.get(i, {}), **_person_context(generation)},
                 token_ids=generation.token_ids,
             )
             dialogue.end_reason = self._end_reason(dialogue, kind, verdict, round_number)
@@ -419,26 +500,28 @@ class _Run:
 
     # --- Whoever answers the student ----------------------------------------------------------
 
-    def _respond(self, active: list[_Dialogue], round_number: int) -> None:
+    def _respond(self, active: list[_Dialogue], round_number: int) -> list[_Dialogue]:
+        """Whoever answers the students speaks; returns the dialogues that go on (not parked)."""
         mode = self.protocol.mode
         if mode == "didactic":
-            self._teacher_round(active, round_number)
-        elif mode == "sharded":
-            self._simulator_round(active, round_number)
-        elif self.protocol.self_correction == "critique":
-            self._critique_round(active, round_number)
-        else:
-            for dialogue in active:
-                dialogue.add_turn(round_number, "user", "feedback", dialogue.template("nudge"))
+            return self._teacher_round(active, round_number)
+        if mode == "sharded":
+            return self._simulator_round(active, round_number)
+        if self.protocol.self_correction == "critique":
+            return self._critique_round(active, round_number)
+        for dialogue in active:
+            dialogue.add_turn(round_number, "user", "feedback", dialogue.template("nudge"))
+        return active
 
-    def _teacher_round(self, active: list[_Dialogue], round_number: int) -> None:
+    def _teacher_round(self, active: list[_Dialogue], round_number: int) -> list[_Dialogue]:
         assert self.teacher is not None, "checked by _check_arguments"
         requests = [dialogue.teacher_request(self.protocol) for dialogue in active]
-        generations = self._generate("teacher", requests)
+        active, requests, generations = self._speak("teacher", active, requests, round_number)
         costs = [_Cost.of(generation) for generation in generations]
         flags, judge_notes = self._leak_flags(active, generations)
         regenerations = [0] * len(active)
-        for retry in range(1, self.protocol.regenerate_leaks + 1):
+        retries = 0 if isinstance(self.teacher, Person) else self.protocol.regenerate_leaks
+        for retry in range(1, retries + 1):
             flagged = [i for i, flag in enumerate(flags) if flag]
             if not flagged:
                 break
@@ -454,7 +537,7 @@ class _Run:
                 judge_notes[i] = retried_notes[position]
                 regenerations[i] = retry
         for i, (dialogue, request) in enumerate(zip(active, requests, strict=True)):
-            context = dict(request.private_context)
+            context = {**request.private_context, **_person_context(generations[i])}
             if regenerations[i]:
                 context["leak_regenerations"] = regenerations[i]
             if judge_notes[i] is not None:
@@ -468,6 +551,7 @@ class _Run:
                 private_context=context,
                 leak_flag=flags[i],
             )
+        return active
 
     def _leak_flags(
         self, dialogues: list[_Dialogue], generations: list[Generation]
@@ -500,9 +584,9 @@ class _Run:
             flags[i] = leak.parse_judge_reply(reply.text) is True
         return flags, notes
 
-    def _simulator_round(self, active: list[_Dialogue], round_number: int) -> None:
+    def _simulator_round(self, active: list[_Dialogue], round_number: int) -> list[_Dialogue]:
         requests = [dialogue.simulator_request() for dialogue in active]
-        generations = self._generate("user_simulator", requests)
+        active, _, generations = self._speak("user_simulator", active, requests, round_number)
         for dialogue, generation in zip(active, generations, strict=True):
             cost = _Cost.of(generation)
             if dialogue.shards_revealed < dialogue.shards_total:
@@ -512,30 +596,68 @@ class _Run:
                 dialogue.add_turn(
                     round_number, "user", "other", generation.text, cost, private_context=context
                 )
+        return active
 
-    def _critique_round(self, active: list[_Dialogue], round_number: int) -> None:
-        instructions = [dialogue.template("self_critique") for dialogue in active]
+    def _critique_round(self, active: list[_Dialogue], round_number: int) -> list[_Dialogue]:
+        instructions = {id(dialogue): dialogue.template("self_critique") for dialogue in active}
         requests = [
-            dialogue.student_request(sharded=False, instruction=instruction)
-            for dialogue, instruction in zip(active, instructions, strict=True)
+            dialogue.student_request(sharded=False, instruction=instructions[id(dialogue)])
+            for dialogue in active
         ]
-        generations = self._generate("student", requests)
-        for dialogue, generation, instruction in zip(
-            active, generations, instructions, strict=True
-        ):
+        active, _, generations = self._speak("student", active, requests, round_number)
+        for dialogue, generation in zip(active, generations, strict=True):
+            instruction = instructions[id(dialogue)]
             dialogue.add_turn(
                 round_number,
                 "student",
                 "other",
                 generation.text,
                 _Cost.of(generation),
-                private_context={CRITIQUE_INSTRUCTION_KEY: instruction},
+                private_context={
+                    CRITIQUE_INSTRUCTION_KEY: instruction,
+                    **_person_context(generation),
+                },
                 token_ids=generation.token_ids,
             )
+        return active
 
     # --- Calls and accounting -----------------------------------------------------------------
 
+    def _speak(
+        self,
+        role: PersonRole,
+        dialogues: list[_Dialogue],
+        requests: list[GenerationRequest],
+        round_number: int,
+    ) -> tuple[list[_Dialogue], list[GenerationRequest], list[Generation]]:
+        """``role``'s replies to ``requests``: generated, or, for a person, the replies their
+        jobs bring, the other dialogues being parked. Returns the dialogues that got a reply,
+        their requests and the replies."""
+        if not isinstance(self._generator(role), Person):
+            return dialogues, requests, self._generate(role, requests)
+        answered: list[tuple[_Dialogue, GenerationRequest, Generation]] = []
+        parked: list[ParkedDialogue] = []
+        for dialogue, request in zip(dialogues, requests, strict=True):
+            reply, dialogue.person_reply = dialogue.person_reply, None
+            if reply is not None:
+                answered.append((dialogue, request, _PersonGeneration.of(reply)))
+                continue
+            parked.append(
+                ParkedDialogue(dialogue.job, tuple(dialogue.turns), role, round_number, request)
+            )
+        self.person_turns += len(answered)
+        if parked:
+            self.dialogues_parked += len(parked)
+            self.on_parked(parked)
+        return (
+            [dialogue for dialogue, _, _ in answered],
+            [request for _, request, _ in answered],
+            [generation for _, _, generation in answered],
+        )
+
     def _generate(self, role: SpeakerRole, requests: list[GenerationRequest]) -> list[Generation]:
+        if not requests:  # a round no dialogue has joined yet (forks that go on later)
+            return []
         generator = self._generator(role)
         generations = generator.generate(requests)
         if len(generations) != len(requests):
@@ -569,7 +691,25 @@ class _Run:
             stopped_early=stopped_early,
             user_simulator_calls=self.generations["user_simulator"],
             judge_calls=self.generations["judge"],
+            person_turns=self.person_turns,
+            dialogues_parked=self.dialogues_parked,
         )
+
+
+@dataclass(frozen=True)
+class _PersonGeneration(Generation):
+    """A person's reply, standing where a generation goes: no tokens, no time counted."""
+
+    by: str = ""
+
+    @classmethod
+    def of(cls, reply: PersonReply) -> _PersonGeneration:
+        return cls(reply.text, prompt_tokens=0, completion_tokens=0, latency_ms=0.0, by=reply.by)
+
+
+def _person_context(generation: Generation) -> dict[str, str]:
+    """What a turn records of the person who wrote it (nothing for a model's)."""
+    return {"person": generation.by} if isinstance(generation, _PersonGeneration) else {}
 
 
 def _check_arguments(

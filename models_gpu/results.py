@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from models_gpu.spec.results import DialogueRow, TurnRow
-from models_gpu.types import DialogueResult, TurnRecord
+from models_gpu.spec.results import DialogueRow, ParkedRow, TurnRow
+from models_gpu.types import DialogueResult, ParkedDialogue, TurnRecord, Verdict
 
 
 def storable(value: Any) -> Any:
@@ -43,6 +43,49 @@ def turn_row(turn: TurnRecord) -> TurnRow:
         prompt_tokens=turn.prompt_tokens,
         completion_tokens=turn.completion_tokens,
         latency_ms=turn.latency_ms,
+    )
+
+
+def turn_record(row: TurnRow) -> TurnRecord:
+    """A stored turn back as the engine's record (a fork's or a parked dialogue's prefix)."""
+    verdict = (
+        Verdict(
+            correct=row.is_correct,
+            score=row.score if row.score is not None else float(row.is_correct),
+            extracted=row.extracted_answer or None,
+            details=row.verdict_details,
+        )
+        if row.is_correct is not None
+        else None
+    )
+    return TurnRecord(
+        index=row.index,
+        round=row.round,
+        role=row.role,  # type: ignore[arg-type]  # stored from a TurnRecord's role
+        kind=row.kind,  # type: ignore[arg-type]
+        text=row.text,
+        private_context=row.private_context,
+        verdict=verdict,
+        leak_flag=row.leak_flag,
+        prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens,
+        latency_ms=row.latency_ms,
+    )
+
+
+def parked_row(parked: ParkedDialogue) -> ParkedRow:
+    return ParkedRow(
+        task_id=parked.job.task.task_id,
+        sample_index=parked.job.sample_index,
+        seed=parked.job.seed,
+        role=parked.role,
+        round=parked.round,
+        rounds_played=parked.rounds_played,
+        turns=tuple(turn_row(turn) for turn in parked.turns),
+        messages=tuple(
+            (message.role, storable(message.content)) for message in parked.request.messages
+        ),
+        private_context=storable(parked.request.private_context),
     )
 
 

@@ -21,7 +21,9 @@ from typing import Any, Literal, Protocol
 
 Role = Literal["system", "student", "teacher", "user"]
 TurnKind = Literal["attempt", "question", "feedback", "shard", "other"]
-EndReason = Literal["solved", "max_turns", "shards_exhausted", "error"]
+EndReason = Literal["solved", "max_turns", "shards_exhausted", "error", "no_answer"]
+# The roles a person can play (``models_gpu.backends.human.Person``).
+PersonRole = Literal["student", "teacher", "user_simulator"]
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,45 @@ class Generator(Protocol):
 
 @dataclass(frozen=True)
 class DialogueJob:
-    """One dialogue to run: a task and which sample of it (K samples per task for pass@k)."""
+    """One dialogue to run: a task and which sample of it (K samples per task for pass@k).
+
+    ``prefix``: turns already played, which the dialogue continues from (a fork of another
+    dialogue, or one that waited for a person); the engine works out whose turn is next from
+    them. ``person_reply``: a person's answer to that next turn, when a person plays it.
+    """
 
     task: TaskSpec
     sample_index: int
     seed: int
+    prefix: tuple[TurnRecord, ...] = ()
+    person_reply: PersonReply | None = None
+
+
+@dataclass(frozen=True)
+class PersonReply:
+    """What a person answered, and who (a name the transcript shows)."""
+
+    text: str
+    by: str
+
+
+@dataclass(frozen=True)
+class ParkedDialogue:
+    """A dialogue that waits for a person: the ``role`` they play speaks next, in ``round``,
+    seeing exactly ``request`` (the conversation from that role's side and its private
+    context). Resume it with a job whose prefix is ``turns`` and whose ``person_reply`` is the
+    person's answer."""
+
+    job: DialogueJob
+    turns: tuple[TurnRecord, ...]
+    role: PersonRole
+    round: int
+    request: GenerationRequest
+
+    @property
+    def rounds_played(self) -> int:
+        """Student replies so far (critiques aside): the turns whose outcome is known."""
+        return self.round - 1 if self.role == "student" else self.round
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ INSTALLED_APPS = [
     "webapp.annotations",
     "webapp.training",
     "webapp.experiments",
+    "webapp.people",
+    "webapp.forks",
     "webapp.demo",
     # Management commands that need model code (generators, verifiers) live with the workers.
     "workers",
@@ -270,6 +272,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # How often a running job records that it is alive (the run page and a sweeper read it).
 DIALAB_HEARTBEAT_SECONDS = env_int("DIALAB_HEARTBEAT_SECONDS", 5, minimum=1)
+# People in the dialogue: a turn left unanswered this long ends its dialogue ("no_answer"); a
+# person who opened a turn holds it (no one else can answer) this long after their last keystroke.
+DIALAB_PERSON_TURN_TIMEOUT_SECONDS = env_int(
+    "DIALAB_PERSON_TURN_TIMEOUT_SECONDS", 7 * 24 * 3600, minimum=1
+)
+DIALAB_PERSON_CLAIM_SECONDS = env_int("DIALAB_PERSON_CLAIM_SECONDS", 15 * 60, minimum=1)
 
 # Values of these environment variables are redacted from every log line, besides those named
 # like keys, tokens, secrets or passwords (webapp.core.redaction): e.g. an api_key_env "MY_LLM".

@@ -3,7 +3,11 @@ rows), check that its tasks are still the ones it was launched on, drive the eng
 finishes.
 
 The database is the truth: dialogues are stored as they finish, progress is their count, and a
-restarted or re-delivered job runs only the (task, sample) pairs not stored yet. With them, after
+restarted or re-delivered job runs only the (task, sample) pairs not stored yet. A run of forks
+plays each parent's kept turns on (``RunConfig.forks``). A dialogue whose next speaker is a
+person is parked as a pending turn (``webapp.people``); the job ends once the rest is played,
+leaving the run waiting, and a person's answer queues the run again, whose next job plays the
+answered dialogues on from their turns. With them, after
 every round, goes how far the engine's batch in play got (``RoundRecorder``), so that live
 accuracy counts the dialogues still going, not only the ones that ended (solved ones first). The
 heartbeat thread is the one writer of the run's heartbeat; the engine's "should I stop?" only
@@ -16,17 +20,30 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 
 from django.conf import settings
+from django.db import transaction
 
 from models_gpu.backends import load_generator
 from models_gpu.engine import EngineStats, run_dialogues
-from models_gpu.results import dialogue_row
+from models_gpu.results import dialogue_row, parked_row, turn_record
+from models_gpu.spec.results import DialogueRow, TurnRow
 from models_gpu.spec.run import FINGERPRINT_FIELDS, RoleSpec, RunConfig, task_fingerprint
-from models_gpu.types import DialogueJob, DialogueResult, Generator, TaskSpec
+from models_gpu.types import (
+    DialogueJob,
+    DialogueResult,
+    Generator,
+    ParkedDialogue,
+    PersonReply,
+    TaskSpec,
+)
 from webapp.core.database import DATABASE_LOST
 from webapp.core.heartbeat import Heartbeat, stale_after
+from webapp.dialogues.selectors import fork_parents
+from webapp.people import selectors as people_selectors
+from webapp.people import services as people_services
 from webapp.runs import services
 from webapp.runs.metrics import BatchInPlay
 from webapp.runs.models import Run
@@ -73,10 +90,52 @@ def dialogue_jobs(
     ]
 
 
+def fork_jobs(config: RunConfig, tasks: list[TaskSpec]) -> list[DialogueJob]:
+    """A run of forks: fork i plays on from its parent's first turns, with the parent's seed,
+    as sample i (so two forks of one task stay two dialogues)."""
+    assert config.forks is not None
+    parents = fork_parents(ids=[parent for parent, _ in config.forks.parents])
+    by_id = {task.task_id: task for task in tasks}
+    return [
+        DialogueJob(
+            task=by_id[parents[parent]["task_id"]],
+            sample_index=i,
+            seed=parents[parent]["seed"],
+            prefix=tuple(turn_record(TurnRow(**turn)) for turn in parents[parent]["turns"][:keep]),
+        )
+        for i, (parent, keep) in enumerate(config.forks.parents)
+    ]
+
+
+def answered_jobs(run_id: int, tasks: list[TaskSpec]) -> list[DialogueJob]:
+    """The parked dialogues a person answered, to play on from their turns with the answer."""
+    by_id = {task.task_id: task for task in tasks}
+    return [
+        DialogueJob(
+            task=by_id[pending.task_id],
+            sample_index=pending.sample_index,
+            seed=pending.seed,
+            prefix=tuple(turn_record(TurnRow(**turn)) for turn in pending.turns),
+            person_reply=PersonReply(
+                pending.answer, pending.answered_by.username if pending.answered_by else ""
+            ),
+        )
+        for pending in people_selectors.answered_turns(run_id=run_id)
+    ]
+
+
 def pending_jobs(run_id: int, config: RunConfig) -> list[DialogueJob]:
-    """Every (task, sample) of the run that has no stored dialogue yet (``TaskSetChanged`` as
-    ``run_tasks``)."""
-    return dialogue_jobs(config, run_tasks(config), run_stored_dialogue_keys(run_id=run_id))
+    """What is left of the run: every dialogue neither stored nor waiting for a person, then
+    those a person answered (``TaskSetChanged`` as ``run_tasks``)."""
+    tasks = run_tasks(config)
+    skip = run_stored_dialogue_keys(run_id=run_id) | people_selectors.waiting_keys(run_id=run_id)
+    if config.forks is not None:
+        fresh = [
+            j for j in fork_jobs(config, tasks) if (j.task.task_id, j.sample_index) not in skip
+        ]
+    else:
+        fresh = dialogue_jobs(config, tasks, skip)
+    return fresh + answered_jobs(run_id, tasks)
 
 
 class RoundRecorder:
@@ -89,8 +148,9 @@ class RoundRecorder:
     every unfinished dialogue from the start, so nothing is counted twice.
     """
 
-    def __init__(self, run_id: int) -> None:
+    def __init__(self, run_id: int, config: RunConfig) -> None:
         self.run_id = run_id
+        self.forks = dict(enumerate(config.forks.parents)) if config.forks else {}
         self.batch = BatchInPlay()
         self.ended_in_round: list[DialogueResult] = []
 
@@ -102,9 +162,23 @@ class RoundRecorder:
         self.batch = self.batch.after_round(
             round_number, going, [result.first_correct_turn for result in ended]
         )
-        services.run_round_store(
-            run_id=self.run_id, dialogues=[dialogue_row(r) for r in ended], batch=self.batch
-        )
+        with transaction.atomic():
+            services.run_round_store(
+                run_id=self.run_id, dialogues=[self.row(r) for r in ended], batch=self.batch
+            )
+            keys = [(result.task_id, result.sample_index) for result in ended]
+            people_services.pending_settle(run_id=self.run_id, keys=keys)
+
+    def parked(self, parked: list[ParkedDialogue]) -> None:
+        """Dialogues left waiting for a person: stored at once, so the person sees them now."""
+        people_services.pending_park(run_id=self.run_id, parked=[parked_row(p) for p in parked])
+
+    def row(self, result: DialogueResult) -> DialogueRow:
+        row = dialogue_row(result)
+        if result.sample_index in self.forks:
+            parent, keep = self.forks[result.sample_index]
+            row = replace(row, parent_id=parent, fork_turns=keep)
+        return row
 
 
 class CancelWatch:
@@ -131,6 +205,7 @@ def accounting(stats: EngineStats) -> dict[str, float]:
         "teacher_calls": stats.teacher_calls,
         "user_simulator_calls": stats.user_simulator_calls,
         "judge_calls": stats.judge_calls,
+        "person_turns": stats.person_turns,
         "prompt_tokens": stats.prompt_tokens,
         "completion_tokens": stats.completion_tokens,
         "wall_seconds": round(stats.wall_seconds, 3),
@@ -193,8 +268,9 @@ def _play(run_id: int) -> None:
     try:
         config = run.frozen_config
         jobs = pending_jobs(run_id, config)
-        if not jobs:  # a worker died between storing the last dialogue and closing the run
-            services.run_finish(run_id=run_id, status=Run.Status.SUCCEEDED)
+        if not jobs:  # a worker died between storing the last dialogue and closing the run, or
+            # woke for an answer another job has played
+            people_services.run_rest(run_id=run_id, accounting={})
             return
         if run.attempts > 1:
             logger.info(
@@ -206,7 +282,7 @@ def _play(run_id: int) -> None:
         generators = load_role_generators(config.roles())
         assert generators["student"] is not None, "every run has a student"
 
-        recorder = RoundRecorder(run_id)
+        recorder = RoundRecorder(run_id, config)
         watch = CancelWatch(run_id, interval_seconds=min(1.0, heartbeat))
         stats = run_dialogues(
             jobs,
@@ -217,6 +293,7 @@ def _play(run_id: int) -> None:
             judge=generators["judge"],
             on_finished=recorder.ended,
             on_round=recorder.round_played,
+            on_parked=recorder.parked,
             should_stop=watch,
             batch_size=config.batch_size,
         )
@@ -227,5 +304,9 @@ def _play(run_id: int) -> None:
         summary = "".join(traceback.format_exception_only(error)).strip()
         services.run_finish(run_id=run_id, status=Run.Status.FAILED, error=summary)
         return
-    status = Run.Status.CANCELLED if watch.cancelled else Run.Status.SUCCEEDED
-    services.run_finish(run_id=run_id, status=status, accounting=accounting(stats))
+    if watch.cancelled:
+        services.run_finish(
+            run_id=run_id, status=Run.Status.CANCELLED, accounting=accounting(stats)
+        )
+    else:
+        people_services.run_rest(run_id=run_id, accounting=accounting(stats))

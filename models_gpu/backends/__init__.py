@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from models_gpu.spec.backends import BACKENDS as SPEC_BACKENDS
 from models_gpu.spec.run import RoleSpec
 from models_gpu.types import Generator
 
@@ -40,21 +39,27 @@ def _load_openai(spec: RoleSpec) -> Generator:
     return load_openai(spec)
 
 
+def _load_person(spec: RoleSpec) -> Generator:
+    from models_gpu.backends.human import load_person
+
+    return load_person(spec)
+
+
 _LOADERS: Mapping[str, Callable[[RoleSpec], Generator]] = {
     "scripted": _load_scripted,
     "transformers": _load_transformers,
     "vllm": _load_vllm,
     "openai": _load_openai,
+    "human": _load_person,
 }
-BACKENDS: tuple[str, ...] = tuple(_LOADERS)  # every available backend of models_gpu.spec
+BACKENDS: tuple[str, ...] = tuple(_LOADERS)  # every backend of models_gpu.spec (tested)
 
 
 def load_generator(spec: RoleSpec) -> Generator:
     loader = _LOADERS.get(spec.backend)
     if loader is None:
-        status = "is not implemented yet" if spec.backend in SPEC_BACKENDS else "is unknown"
         raise UnknownBackend(
-            f"backend {spec.backend!r} {status}; available backends: {', '.join(BACKENDS)}"
+            f"backend {spec.backend!r} is unknown; available backends: {', '.join(BACKENDS)}"
         )
     return loader(spec)
 

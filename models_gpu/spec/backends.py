@@ -24,7 +24,6 @@ class Backend:
     label: str
     location_help: str
     params: tuple[Setting, ...] = ()
-    available: bool = True
 
 
 def _sampling(*, temperature: float, max_new_tokens: int) -> tuple[Setting, ...]:
@@ -159,12 +158,10 @@ BACKENDS: Mapping[str, Backend] = {
     ),
     "human": Backend(
         name="human",
-        label="Human (in the browser): not available yet",
-        location_help="",
-        available=False,
+        label="A person, in the browser",
+        location_help="Nothing: who answers is chosen per run (its people).",
     ),
 }  # fmt: skip
-AVAILABLE_BACKENDS: tuple[str, ...] = tuple(name for name, b in BACKENDS.items() if b.available)
 
 
 def backend_params(backend: str, location: str) -> tuple[Setting, ...]:
@@ -180,10 +177,8 @@ def backend_problems(backend: str, location: str, params: Mapping[str, Any]) -> 
     """What is wrong with a model's ``backend``, ``location`` and ``params`` (those are the
     problems' fields; empty: nothing)."""
     if backend not in BACKENDS:
-        known = ", ".join(AVAILABLE_BACKENDS)
+        known = ", ".join(BACKENDS)
         return [Problem("backend", f"unknown backend {backend!r}; backends: {known}")]
-    if not BACKENDS[backend].available:
-        return [Problem("backend", f"the {backend} backend is not available yet")]
     if backend == "scripted" and location not in SCRIPTED_POLICIES:
         policies = ", ".join(SCRIPTED_POLICIES)
         return [Problem("location", f"a scripted model names its policy: one of {policies}")]

@@ -33,7 +33,8 @@ class TurnRow:
 
 @dataclass(frozen=True)
 class DialogueRow:
-    """One finished dialogue of a run: which (task, sample), how it ended, its turns."""
+    """One finished dialogue of a run: which (task, sample), how it ended, its turns; for a
+    fork, its parent dialogue and how many of the parent's turns it kept (its first ones)."""
 
     task_id: int
     sample_index: int
@@ -43,9 +44,28 @@ class DialogueRow:
     num_turns: int
     end_reason: str
     turns: tuple[TurnRow, ...]
+    parent_id: int | None = None
+    fork_turns: int | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DialogueRow:
         """From plain data with the same keys (turns as a list of mappings)."""
         turns = tuple(TurnRow(**turn) for turn in data["turns"])
         return cls(**{**data, "turns": turns})
+
+
+@dataclass(frozen=True)
+class ParkedRow:
+    """A dialogue waiting for a person (``types.ParkedDialogue``) as the web side stores it:
+    the turns so far, the role whose turn it is, and what that role sees (``messages`` as
+    (chat role, content) pairs, and its private context)."""
+
+    task_id: int
+    sample_index: int
+    seed: int
+    role: str
+    round: int
+    rounds_played: int
+    turns: tuple[TurnRow, ...]
+    messages: tuple[tuple[str, str], ...]
+    private_context: Mapping[str, Any] = field(default_factory=dict)

@@ -62,6 +62,20 @@ class TaskSetRef:
 
 
 @dataclass(frozen=True)
+class ForkSpec:
+    """A run of forks: each parent dialogue (by id) with how many of its turns the fork keeps.
+    A fork plays on from those turns under the run's own roles and protocol, with its parent's
+    seed, so a fork that changes nothing plays its parent's continuation again."""
+
+    parents: tuple[tuple[int, int], ...]  # (parent dialogue id, turns kept)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ForkSpec:
+        values = exact_keys(cls, data, "forks")
+        return cls(tuple((int(parent), int(keep)) for parent, keep in values["parents"]))
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Everything an evaluation run plays with. ``samples_per_task`` dialogues per task (K, for
     pass@k); ``batch_size`` dialogues advance together; ``seed`` seeds every dialogue."""
@@ -75,13 +89,30 @@ class RunConfig:
     samples_per_task: int = 1
     batch_size: int = DEFAULT_BATCH_SIZE
     seed: int = 0
+    forks: ForkSpec | None = None  # a run of forks of these dialogues, instead of every task
+
+    @property
+    def dialogue_count(self) -> int:
+        """How many dialogues the run plays."""
+        if self.forks is not None:
+            return len(self.forks.parents)
+        return self.task_set.task_count * self.samples_per_task
 
     def roles(self) -> dict[str, RoleSpec | None]:
         return {role: getattr(self, role) for role in ROLES}
 
+    def people_roles(self) -> list[str]:
+        """The roles a person plays (the ``human`` backend)."""
+        return [role for role, spec in self.roles().items() if spec and spec.backend == "human"]
+
     def to_json(self) -> dict[str, Any]:
-        """Plain JSON-ready data; ``from_json`` reads it back to an equal configuration."""
-        return {"schema": SCHEMA_VERSION, **asdict(self)}
+        """Plain JSON-ready data; ``from_json`` reads it back to an equal configuration.
+        ``forks`` is written only when set, so other configurations keep the hash they had
+        before forks existed."""
+        data = {"schema": SCHEMA_VERSION, **asdict(self)}
+        if self.forks is None:
+            del data["forks"]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunConfig:
@@ -92,7 +123,10 @@ class RunConfig:
             raise ValueError(
                 f"run configuration schema {schema!r}; this code reads {SCHEMA_VERSION}"
             )
+        data.setdefault("forks", None)
         values = exact_keys(cls, data, "run configuration")
+        if values["forks"] is not None:
+            values["forks"] = ForkSpec.from_json(values["forks"])
         values["task_set"] = TaskSetRef(**exact_keys(TaskSetRef, values["task_set"], "task_set"))
         protocol = exact_keys(ProtocolSpec, values["protocol"], "protocol")
         values["protocol"] = ProtocolSpec(**protocol)
@@ -138,6 +172,8 @@ def run_config_problems(config: RunConfig) -> list[Problem]:
                 Problem(role, f"{spec.name or spec.backend}: {problem.message}")
                 for problem in backend_problems(spec.backend, spec.location, spec.params)
             ]
+    if config.judge is not None and config.judge.backend == "human":
+        problems.append(Problem("judge", "A person cannot be the judge: choose a model."))
     ranges = {
         "samples_per_task": (config.samples_per_task, 1, MAX_SAMPLES_PER_TASK),
         "batch_size": (config.batch_size, 1, MAX_BATCH_SIZE),
@@ -146,6 +182,8 @@ def run_config_problems(config: RunConfig) -> list[Problem]:
     for name, (value, low, high) in ranges.items():
         if not low <= value <= high:
             problems.append(Problem(name, f"{name} must be between {low} and {high}."))
+    if config.forks is not None and not config.forks.parents:
+        problems.append(Problem("forks", "No dialogue to fork: choose at least one."))
     if config.task_set.task_count < 1:
         problems.append(Problem("task_set", "This task set has no tasks yet: add some first."))
     return problems

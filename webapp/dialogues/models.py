@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
@@ -65,6 +66,7 @@ class Dialogue(models.Model):
         MAX_TURNS = "max_turns", "Reached max turns"
         SHARDS_EXHAUSTED = "shards_exhausted", "All shards revealed"
         ERROR = "error", "Error"
+        NO_ANSWER = "no_answer", "A person did not answer in time"
 
     run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="dialogues")
     task = models.ForeignKey("tasks.Task", on_delete=models.PROTECT, related_name="dialogues")
@@ -75,6 +77,17 @@ class Dialogue(models.Model):
         blank=True,
         db_index=True,
         help_text="Online training: the optimizer step whose rollouts this dialogue was.",
+    )
+    parent = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="forks",
+        help_text="A fork's parent dialogue: the fork kept its first fork_turns turns.",
+    )
+    fork_turns = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="A fork: how many of its parent's turns it kept."
     )
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
     first_correct_turn = models.PositiveSmallIntegerField(null=True, blank=True)
@@ -175,3 +188,82 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} turn {self.index}"
+
+
+class PendingTurn(models.Model):
+    """A dialogue parked for a person: the turns so far, whose turn it is, and what that role
+    sees (``request``). The worker writes it when the engine parks the dialogue
+    (``models_gpu.types.ParkedDialogue``), holding no thread for it; the person's answer wakes
+    the run, whose worker plays the dialogue on from these turns with that answer.
+
+    Life: open (waiting; ``claimed_by`` is who is answering, so no one else can) -> answered
+    (the worker picks it up) -> done (the dialogue went on: ended, or parked again in a new row).
+    An open turn can also time out (the dialogue ends "no_answer") or be cancelled with its run;
+    ``events`` records reassignments and endings with their reasons.
+    """
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Waiting for an answer"
+        ANSWERED = "answered", "Answered"
+        DONE = "done", "Done"
+        TIMED_OUT = "timed_out", "Timed out"
+        CANCELLED = "cancelled", "Cancelled"
+
+    LIVE_STATUSES = (Status.OPEN, Status.ANSWERED)
+
+    class Role(models.TextChoices):
+        STUDENT = "student", "Student"
+        TEACHER = "teacher", "Teacher"
+        USER_SIMULATOR = "user_simulator", "User"
+
+    run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="pending_turns")
+    task = models.ForeignKey("tasks.Task", on_delete=models.PROTECT, related_name="+")
+    sample_index = models.PositiveIntegerField()
+    seed = models.BigIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    round = models.PositiveSmallIntegerField(help_text="The round whose turn is waited for.")
+    rounds_played = models.PositiveSmallIntegerField(
+        help_text="Student replies so far: the turns whose outcome is known (live accuracy)."
+    )
+    turns = models.JSONField(help_text="The turns so far (spec.results.TurnRow fields).")
+    request = models.JSONField(
+        help_text="What the role sees: {messages: [{role, content}], private_context}."
+    )
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True
+    )
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Empty: any of the run's people may answer.",
+    )
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    draft = models.TextField(blank=True)
+    answer = models.TextField(blank=True)
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    answered_at = models.DateTimeField(null=True, blank=True)
+    deadline = models.DateTimeField(null=True, blank=True)
+    events = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "task", "sample_index"],
+                condition=models.Q(status__in=["open", "answered"]),
+                name="one_live_pending_turn_per_dialogue",
+            )
+        ]
+        indexes = [models.Index(fields=["run", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.role} turn {self.round} of run {self.run_id}, task {self.task_id}"

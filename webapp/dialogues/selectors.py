@@ -370,3 +370,20 @@ def compare_dialogue(
         .filter(task_id=task_id, run_id=run_id, sample_index=sample_index)
         .first()
     )
+
+
+def fork_parents(*, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Each parent dialogue's task, seed and turns (as stored, in order), for the forks that
+    play on from them."""
+    parents = {
+        row["pk"]: {**row, "turns": []}
+        for row in Dialogue.objects.filter(pk__in=ids).values("pk", "task_id", "seed")
+    }
+    turn_fields = [f.name for f in Turn._meta.concrete_fields if f.name not in {"id", "dialogue"}]
+    for turn in (
+        Turn.objects.filter(dialogue_id__in=ids)
+        .order_by("dialogue_id", "index")
+        .values("dialogue_id", *turn_fields)
+    ):
+        parents[turn.pop("dialogue_id")]["turns"].append(turn)
+    return parents

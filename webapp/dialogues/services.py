@@ -55,6 +55,8 @@ def dialogues_store(
             task_position=positions[d.task_id],
             student_name=student_name or base_name or "",
             training_step=training_step,
+            parent_id=d.parent_id,
+            fork_turns=d.fork_turns,
             **turn_summary(d_turns),
             search_document=(
                 document_expression([turn["text"] for turn in d_turns]) if searchable else None

@@ -7,7 +7,6 @@ from urllib.parse import urlparse
 from django import forms
 
 from models_gpu.spec.backends import (
-    AVAILABLE_BACKENDS,
     BACKENDS,
     SCRIPTED_POLICIES,
     backend_problems,
@@ -67,15 +66,6 @@ class ModelSpecForm(forms.ModelForm):
         self.initial["generation_params"] = _redacted_params(
             self.initial.get("generation_params") or {}
         )
-
-    def clean_backend(self) -> str:
-        backend: str = self.cleaned_data["backend"]
-        if not BACKENDS[backend].available:
-            raise forms.ValidationError(
-                f"The {backend} backend is not available yet: choose "
-                f"{', '.join(AVAILABLE_BACKENDS)}."
-            )
-        return backend
 
     def clean_location(self) -> str:
         return str(self.cleaned_data.get("location") or "").strip()

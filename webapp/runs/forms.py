@@ -22,6 +22,7 @@ from models_gpu.spec.run import (
     RunConfigError,
 )
 from models_gpu.spec.templates import TEMPLATE_HELP, TEMPLATE_NAMES, resolve_templates
+from webapp.accounts.models import User
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.selectors import model_choices
 from webapp.runs.models import Protocol, Run, Tag
@@ -152,10 +153,30 @@ class EvaluationRunForm(forms.Form):
         help_text="Dialogues the engine advances together (one batched call per role per turn).",
     )
     seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, initial=0)
+    people = forms.ModelMultipleChoiceField(
+        queryset=User.objects.filter(is_active=True).order_by("username"),
+        required=False,
+        help_text="When a person plays a role (a model of the human backend): who may answer "
+        "its turns, each from their inbox. Annotators may answer only as the teacher. "
+        "None chosen: you.",
+    )
 
     def clean(self) -> dict[str, Any]:
         """Whatever the launch service would refuse (``models_gpu.spec.run``), on its field."""
         cleaned = super().clean() or {}
+        person_roles = [
+            role
+            for role in ("student", "teacher", "user_simulator")
+            if cleaned.get(role) is not None and cleaned[role].backend == "human"
+        ]
+        annotators = [user for user in cleaned.get("people", []) if not user.is_researcher]
+        if annotators and set(person_roles) - {"teacher"}:
+            names = ", ".join(user.username for user in annotators)
+            self.add_error(
+                "people",
+                f"{names}: annotators may answer only as the teacher, and a person plays the "
+                f"{' and the '.join(set(person_roles) - {'teacher'})} here.",
+            )
         if not cleaned.get("batch_size"):
             cleaned["batch_size"] = DEFAULT_BATCH_SIZE
         if self.errors:
@@ -181,6 +202,9 @@ class EvaluationRunForm(forms.Form):
             "batch_size": data["batch_size"],
             "seed": data["seed"],
         }
+
+    def chosen_people(self) -> list[User]:
+        return list(self.cleaned_data.get("people") or [])
 
 
 class RunFilterForm(forms.Form):

@@ -95,6 +95,7 @@ class Run(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
+        WAITING = "waiting", "Waiting for people"
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
@@ -135,6 +136,12 @@ class Run(models.Model):
     )
     protocol = models.ForeignKey(Protocol, on_delete=models.PROTECT, related_name="runs")
     tags = models.ManyToManyField(Tag, blank=True, related_name="runs")
+    people = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="runs_to_answer",
+        help_text="Who may answer the turns of the roles a person plays in this run.",
+    )
     config = models.JSONField(default=dict)
     config_hash = models.CharField(max_length=64, db_index=True)
 

@@ -14,7 +14,7 @@ from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Lag
 
-from webapp.dialogues.models import Dialogue, Turn
+from webapp.dialogues.models import Dialogue, PendingTurn, Turn
 from webapp.runs.metrics import (
     BatchInPlay,
     GroupAccuracy,
@@ -88,12 +88,34 @@ def _curve(histogram: dict[int | None, int], run: Run) -> list[TurnAccuracy]:
     """Accuracy after turn k over the dialogues played to turn k: the stored ones and, while
     the run plays, its batch in play (``metrics.cumulative_accuracy``)."""
     solved_at = {turn: n for turn, n in histogram.items() if turn is not None}
+    total = sum(histogram.values())
     return cumulative_accuracy(
         first_correct_counts=solved_at,
-        total=sum(histogram.values()),
+        total=total,
         max_turns=run_max_turns(run),
-        batch=BatchInPlay.from_json(run.batch_in_play),
+        batch=_waiting_batch(run, solved_at, total) or BatchInPlay.from_json(run.batch_in_play),
     )
+
+
+def _waiting_batch(run: Run, solved_at: dict[int, int], stored: int) -> BatchInPlay | None:
+    """While people play a role, the whole run is one batch in play: dialogues wait for a
+    person at different rounds, and the ones a person has not answered yet must not drop out
+    of a turn's count while the quicker ones (or the solved ones) are counted. So a turn counts
+    only once every unfinished dialogue has played it, and then counts every dialogue; until
+    then it is not known. (None: no person plays in this run, or it ended.)"""
+    if run.is_finished or not run.frozen_config.people_roles():
+        return None
+    unfinished = run.progress_total - stored
+    if unfinished <= 0:
+        return None
+    reached = list(
+        PendingTurn.objects.filter(run_id=run.pk, status__in=PendingTurn.LIVE_STATUSES).values_list(
+            "rounds_played", flat=True
+        )
+    )
+    if len(reached) < unfinished:  # some not played yet, or in the worker between two states
+        reached.append(0)
+    return BatchInPlay(round=min(reached), going=unfinished, ended=stored, solved_at=solved_at)
 
 
 def runs_accuracy_by_turn(*, runs: Sequence[Run]) -> dict[int, list[TurnAccuracy]]:

@@ -185,10 +185,12 @@ def evaluation_run_create(
     samples_per_task: int = 1,
     batch_size: int = DEFAULT_BATCH_SIZE,
     seed: int = 0,
+    people: Sequence[User] = (),
     created_by: User | None,
 ) -> Run:
     """Create a queued evaluation run with a frozen config and dispatch it after commit;
-    ``RunConfigError`` (nothing created) when the choices cannot run."""
+    ``RunConfigError`` (nothing created) when the choices cannot run. ``people`` answer the
+    turns of the roles a person plays (none given: the creator)."""
     config = evaluation_config(
         task_set=task_set,
         protocol=protocol,
@@ -200,13 +202,18 @@ def evaluation_run_create(
         batch_size=batch_size,
         seed=seed,
     )
-    return evaluation_run_from_config(name=name, config=config, created_by=created_by)
+    return evaluation_run_from_config(
+        name=name, config=config, created_by=created_by, people=people
+    )
 
 
 @transaction.atomic
-def evaluation_run_from_config(*, name: str, config: RunConfig, created_by: User | None) -> Run:
+def evaluation_run_from_config(
+    *, name: str, config: RunConfig, created_by: User | None, people: Sequence[User] = ()
+) -> Run:
     """Create a queued evaluation run of a configuration already checked (by
-    ``evaluation_config``, or frozen at a training launch) and dispatch it after commit."""
+    ``evaluation_config``, or frozen at a training launch) and dispatch it after commit;
+    ``people`` as ``evaluation_run_create`` says."""
     roles = config.roles()
     models = {
         role: ModelSpec.objects.get(pk=spec.id) if spec is not None and spec.id else None
@@ -220,9 +227,11 @@ def evaluation_run_from_config(*, name: str, config: RunConfig, created_by: User
         **models,
         config=config.to_json(),
         config_hash=config.config_hash(),
-        progress_total=config.task_set.task_count * config.samples_per_task,
+        progress_total=config.dialogue_count,
         created_by=created_by,
     )
+    if config.people_roles():
+        run.people.set(people or ([created_by] if created_by else []))
     run_dispatch_on_commit(run_id=run.pk, kind=run.kind)
     return run
 
@@ -241,10 +250,11 @@ def _mark_dispatched(run_id: int) -> None:
 
 
 def run_cancel(*, run: Run) -> None:
-    """A queued run is cancelled at once; a running one is asked to stop and does so within
-    seconds, keeping the dialogues that finished."""
+    """A queued run, or one waiting for people, is cancelled at once; a running one is asked to
+    stop and does so within seconds, keeping the dialogues that finished."""
     now = timezone.now()
-    cancelled_queued = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
+    idle = (Run.Status.QUEUED, Run.Status.WAITING)
+    cancelled_queued = Run.objects.filter(pk=run.pk, status__in=idle).update(
         status=Run.Status.CANCELLED, cancel_requested=True, finished_at=now
     )
     if not cancelled_queued:
@@ -304,6 +314,33 @@ def run_finish(
             run.progress_done = Dialogue.objects.filter(run_id=run_id).count()
             updated.append("progress_done")
         run.save(update_fields=updated)
+
+
+def run_wait(*, run_id: int, accounting: dict[str, float]) -> None:
+    """The worker is done with the run for now: what is left waits for people. It holds no
+    worker and no batch; ``run_wake`` queues it again when someone answers."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        totals = dict(run.accounting)
+        for key, value in accounting.items():
+            totals[key] = totals.get(key, 0) + value
+        Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
+            status=Run.Status.WAITING,
+            accounting=totals,
+            batch_in_play={},
+            progress_done=Dialogue.objects.filter(run_id=run_id).count(),
+        )
+
+
+def run_wake(*, run_id: int) -> bool:
+    """Queue a run that waits for people again (someone answered) and send its job after
+    commit; False when it was not waiting (its worker is still playing it, or it ended)."""
+    woken = Run.objects.filter(pk=run_id, status=Run.Status.WAITING).update(
+        status=Run.Status.QUEUED, dispatched_at=None
+    )
+    if woken:
+        run_dispatch_on_commit(run_id=run_id, kind=Run.Kind.EVAL)
+    return bool(woken)
 
 
 @dataclass

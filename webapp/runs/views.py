@@ -116,6 +116,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
         run = services.evaluation_run_create(
             name=form.cleaned_data["name"],
             **form.launch_arguments(),
+            people=form.chosen_people(),
             created_by=request.user,  # type: ignore[arg-type]
         )
         return redirect("run_detail", pk=run.pk)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from models_gpu.backends import UnknownBackend, load_generator
+from models_gpu.backends import load_generator
 from models_gpu.spec.run import RoleSpec
 from models_gpu.types import GenerationRequest, Message
 
@@ -28,9 +28,10 @@ def test_scripted_generator_answers_a_batch_in_order() -> None:
     assert all(g.latency_ms >= 0 for g in generations)
 
 
-def test_planned_backends_say_they_are_not_implemented_yet() -> None:
-    with pytest.raises(UnknownBackend, match=r"'human' is not implemented yet.*available backends"):
-        load_generator(RoleSpec("human", ""))
+def test_a_person_is_never_called_the_engine_parks_for_them() -> None:
+    person = load_generator(RoleSpec("human", ""))
+    with pytest.raises(TypeError, match="parks"):
+        person.generate([])
 
 
 def test_unknown_backend_is_a_value_error_listing_known_ones() -> None:
@@ -67,8 +68,8 @@ def test_models_gpu_imports_nothing_heavy_or_web_side() -> None:
     assert result.stdout.strip() == "[]"
 
 
-def test_every_available_backend_of_the_spec_has_a_loader() -> None:
+def test_every_backend_of_the_spec_has_a_loader() -> None:
     from models_gpu.backends import BACKENDS as LOADED
-    from models_gpu.spec.backends import AVAILABLE_BACKENDS
+    from models_gpu.spec.backends import BACKENDS as SPECIFIED
 
-    assert set(LOADED) == set(AVAILABLE_BACKENDS)
+    assert set(LOADED) == set(SPECIFIED)

@@ -165,13 +165,31 @@ def test_sampling_settings_are_checked(
     assert message in response.content.decode()
 
 
-def test_a_human_model_cannot_play_yet(researcher_client, models, plain_set) -> None:  # type: ignore[no-untyped-def]
+def test_a_person_can_play_a_role_and_answers_are_theirs_by_default(
+    researcher_client, models, plain_set
+) -> None:  # type: ignore[no-untyped-def]
     person = ModelSpec.objects.create(name="person", backend="human")
     response = launch(
-        researcher_client, task_set=plain_set, protocol=ProtocolFactory(), student=person,
-        teacher=models["teacher"],
+        researcher_client, task_set=plain_set, protocol=ProtocolFactory(), student=models["student"],
+        teacher=person,
     )  # fmt: skip
-    assert "person: the human backend is not available yet" in response.content.decode()
+    assert response.status_code == 302
+    run = Run.objects.get()
+    assert run.frozen_config.people_roles() == ["teacher"]
+    assert list(run.people.all()) == [run.created_by]
+
+
+def test_annotators_answer_only_as_the_teacher(researcher_client, models, plain_set) -> None:  # type: ignore[no-untyped-def]
+    from tests.factories import UserFactory
+
+    person = ModelSpec.objects.create(name="person", backend="human")
+    annotator = UserFactory(username="ann", role="annotator")
+    response = launch(
+        researcher_client, task_set=plain_set, protocol=ProtocolFactory(), student=person,
+        teacher=models["teacher"], people=[annotator.pk],
+    )  # fmt: skip
+    assert "ann: annotators may answer only as the teacher" in response.content.decode()
+    assert not Run.objects.exists()
 
 
 def test_roles_played_by_the_same_model_load_it_once(tiny_model_dir) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ForksConfig(AppConfig):
+    name = "webapp.forks"
+    label = "forks"

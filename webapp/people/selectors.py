@@ -1,0 +1,56 @@
+"""Reads for people in the dialogue: what a worker resumes, and what a person may answer."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from webapp.accounts.models import User
+from webapp.dialogues.models import PendingTurn
+from webapp.people.services import may_answer
+from webapp.runs.models import Run
+
+LIVE_RUN_STATUSES = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.WAITING)
+
+
+def waiting_keys(*, run_id: int) -> set[tuple[int, int]]:
+    """(task id, sample index) of the run's dialogues parked for a person, answered or not:
+    a worker plays none of them from the start again."""
+    return set(
+        PendingTurn.objects.filter(run_id=run_id, status__in=PendingTurn.LIVE_STATUSES).values_list(
+            "task_id", "sample_index"
+        )
+    )
+
+
+def answered_turns(*, run_id: int) -> list[PendingTurn]:
+    """The run's parked dialogues whose person answered: the worker plays them on."""
+    return list(
+        PendingTurn.objects.filter(run_id=run_id, status=PendingTurn.Status.ANSWERED)
+        .select_related("answered_by")
+        .order_by("id")
+    )
+
+
+def inbox(*, user: User) -> QuerySet[PendingTurn]:
+    """The open turns ``user`` may answer, in live runs, oldest first."""
+    return (
+        PendingTurn.objects.filter(
+            may_answer(user),
+            status=PendingTurn.Status.OPEN,
+            run__status__in=LIVE_RUN_STATUSES,
+        )
+        .select_related("run", "task", "claimed_by", "assigned_to")
+        .distinct()
+        .order_by("created_at", "id")
+    )
+
+
+def pending_for(*, pk: int, user: User) -> PendingTurn:
+    """A turn ``user`` may see: theirs to answer, or any turn for a researcher (who reassigns
+    and ends them). ``PendingTurn.DoesNotExist`` otherwise."""
+    turns = PendingTurn.objects.select_related(
+        "run", "task", "claimed_by", "assigned_to", "answered_by"
+    )
+    if not user.is_researcher:
+        turns = turns.filter(may_answer(user)).distinct()
+    return turns.get(pk=pk)
