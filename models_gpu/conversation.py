@@ -24,11 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from models_gpu.spec.turns import is_critique
 from models_gpu.types import Message
-
-# The private-context key that marks a student turn as a critique of its own previous attempt;
-# its value is the instruction the student was given for it.
-CRITIQUE_INSTRUCTION_KEY = "critique_instruction"
 
 
 class Turn(Protocol):
@@ -51,11 +48,6 @@ class ViewMessage:
 
     message: Message
     turn: int | None = None
-
-
-def is_critique(turn: Turn) -> bool:
-    """A student turn that critiques the student's previous attempt (self-correction)."""
-    return turn.role == "student" and CRITIQUE_INSTRUCTION_KEY in turn.private_context
 
 
 def student_view(

@@ -74,10 +74,11 @@ from models_gpu.backends.human import Person
 from models_gpu.backends.scripted import ScriptedGenerator
 from models_gpu.backends.shard_revealer import shard_revealer_reply
 from models_gpu.classify import StudentTurnKind
-from models_gpu.conversation import CRITIQUE_INSTRUCTION_KEY, is_critique, student_messages
+from models_gpu.conversation import student_messages
 from models_gpu.leak import LeakReference
 from models_gpu.spec.protocol import ProtocolSpec, protocol_problems
 from models_gpu.spec.templates import render_for_dialogue, resolve_templates
+from models_gpu.spec.turns import CRITIQUE_INSTRUCTION_KEY, Phase, can_go_on, next_turn
 from models_gpu.types import (
     DialogueJob,
     DialogueResult,
@@ -172,21 +173,16 @@ class _Dialogue:
                 "correct reply, so the dialogue is over"
             )
         round_number, phase = dialogue.next_turn()
-        if round_number > max_turns or (phase == "respond" and round_number == max_turns):
+        if not can_go_on(round_number, phase, max_turns):
             raise ValueError(
                 f"task {job.task.task_id} sample {job.sample_index}: its next turn is past "
                 f"max_turns ({max_turns})"
             )
         return dialogue
 
-    def next_turn(self) -> tuple[int, Literal["student", "respond"]]:
-        """The round and phase the dialogue goes on in: after a student reply (a critique
-        aside), whoever answers it in that round; otherwise the student, in the next round."""
-        replies = sum(turn.role == "student" and not is_critique(turn) for turn in self.turns)
-        last = self.turns[-1] if self.turns else None
-        if last is not None and last.role == "student" and not is_critique(last):
-            return replies, "respond"
-        return replies + 1, "student"
+    def next_turn(self) -> tuple[int, Phase]:
+        """The round and phase the dialogue goes on in (``spec.turns.next_turn``)."""
+        return next_turn(self.turns)
 
     @property
     def task(self) -> TaskSpec:

@@ -18,5 +18,8 @@ urlpatterns = [
     path("annotations/", include("webapp.annotations.urls")),
     path("training/", include("webapp.training.urls")),
     path("experiments/", include("webapp.experiments.urls")),
+    path("forks/", include("webapp.forks.urls")),
+    path("playground/", include("webapp.people.playground_urls")),
     path("people/", include("webapp.accounts.urls")),
+    path("people/", include("webapp.people.urls")),
 ]

@@ -78,6 +78,8 @@ def dialogue_jobs(
     config: RunConfig, tasks: list[TaskSpec], skip: set[tuple[int, int]] | None = None
 ) -> list[DialogueJob]:
     """Every (task, sample) of the run but those in ``skip``, each with its seed."""
+    if config.task_ids is not None:
+        tasks = [task for task in tasks if task.task_id in set(config.task_ids)]
     return [
         DialogueJob(
             task=task,

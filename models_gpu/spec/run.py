@@ -90,13 +90,15 @@ class RunConfig:
     batch_size: int = DEFAULT_BATCH_SIZE
     seed: int = 0
     forks: ForkSpec | None = None  # a run of forks of these dialogues, instead of every task
+    task_ids: tuple[int, ...] | None = None  # only these tasks of the set (a playground's one)
 
     @property
     def dialogue_count(self) -> int:
         """How many dialogues the run plays."""
         if self.forks is not None:
             return len(self.forks.parents)
-        return self.task_set.task_count * self.samples_per_task
+        tasks = len(self.task_ids) if self.task_ids is not None else self.task_set.task_count
+        return tasks * self.samples_per_task
 
     def roles(self) -> dict[str, RoleSpec | None]:
         return {role: getattr(self, role) for role in ROLES}
@@ -107,11 +109,12 @@ class RunConfig:
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON-ready data; ``from_json`` reads it back to an equal configuration.
-        ``forks`` is written only when set, so other configurations keep the hash they had
-        before forks existed."""
+        The ``OPTIONAL`` fields are written only when set, so other configurations keep the hash
+        they had before those fields existed."""
         data = {"schema": SCHEMA_VERSION, **asdict(self)}
-        if self.forks is None:
-            del data["forks"]
+        for name in OPTIONAL:
+            if data[name] is None:
+                del data[name]
         return data
 
     @classmethod
@@ -123,10 +126,13 @@ class RunConfig:
             raise ValueError(
                 f"run configuration schema {schema!r}; this code reads {SCHEMA_VERSION}"
             )
-        data.setdefault("forks", None)
+        for name in OPTIONAL:
+            data.setdefault(name, None)
         values = exact_keys(cls, data, "run configuration")
         if values["forks"] is not None:
             values["forks"] = ForkSpec.from_json(values["forks"])
+        if values["task_ids"] is not None:
+            values["task_ids"] = tuple(int(task_id) for task_id in values["task_ids"])
         values["task_set"] = TaskSetRef(**exact_keys(TaskSetRef, values["task_set"], "task_set"))
         protocol = exact_keys(ProtocolSpec, values["protocol"], "protocol")
         values["protocol"] = ProtocolSpec(**protocol)
@@ -149,6 +155,10 @@ class RunConfig:
         """Identifies configurations that differ at most in their student: the same
         evaluation of two models (a trained one and its base)."""
         return replace(self, student=RoleSpec(backend="", location="")).config_hash()
+
+
+# Fields of RunConfig that a stored configuration may leave out (None).
+OPTIONAL = ("forks", "task_ids")
 
 
 def exact_keys(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
@@ -184,6 +194,8 @@ def run_config_problems(config: RunConfig) -> list[Problem]:
             problems.append(Problem(name, f"{name} must be between {low} and {high}."))
     if config.forks is not None and not config.forks.parents:
         problems.append(Problem("forks", "No dialogue to fork: choose at least one."))
+    if config.task_ids is not None and not config.task_ids:
+        problems.append(Problem("task_set", "No task chosen: choose at least one."))
     if config.task_set.task_count < 1:
         problems.append(Problem("task_set", "This task set has no tasks yet: add some first."))
     return problems

@@ -54,7 +54,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from models_gpu.conversation import CRITIQUE_INSTRUCTION_KEY, is_critique, student_view
+from models_gpu.conversation import student_view
 from models_gpu.spec.results import TurnRow
 from models_gpu.spec.templates import DEFAULT_TEMPLATES
 from models_gpu.spec.training import (
@@ -63,6 +63,7 @@ from models_gpu.spec.training import (
     TrainingConfig,
     TrainingDialogue,
 )
+from models_gpu.spec.turns import CRITIQUE_INSTRUCTION_KEY, is_critique
 from models_gpu.training.qpriming import (
     QuestionWriter,
     dialogue_rng,

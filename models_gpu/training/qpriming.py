@@ -31,13 +31,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import islice
 
-from models_gpu.conversation import is_critique, student_view
+from models_gpu.conversation import student_view
 from models_gpu.spec.results import TurnRow
 from models_gpu.spec.training import (
     TrainingDialogue,
     question_template_unknown_names,
     render_question,
 )
+from models_gpu.spec.turns import is_critique
 from models_gpu.types import GenerationRequest, Generator
 
 # The private-context key of a question that replaced a failed attempt; its value is the attempt.

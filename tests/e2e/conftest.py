@@ -39,9 +39,10 @@ def test_database_url() -> str:
 
 
 class WorkerProcess:
-    """A `celery worker` subprocess whose output is kept for assertions and failure reports."""
+    """A `celery worker` subprocess whose output is kept for assertions and failure reports.
+    ``number`` tells the workers of one test apart (each needs its own node name)."""
 
-    def __init__(self) -> None:
+    def __init__(self, number: int = 0) -> None:
         self.lines: list[str] = []
         self.ready = threading.Event()
         env = {**os.environ, "DATABASE_URL": test_database_url(), "PYTHONUNBUFFERED": "1"}
@@ -50,7 +51,7 @@ class WorkerProcess:
                 sys.executable, "-m", "celery", "-A", "webapp", "worker",
                 "--queues=default,gpu", "--pool=solo", "--concurrency=1",
                 "--prefetch-multiplier=1", "--without-gossip", "--without-mingle",
-                "--loglevel=INFO", f"--hostname=e2e-{os.getpid()}@%h",
+                "--loglevel=INFO", f"--hostname=e2e-{os.getpid()}-{number}@%h",
             ],
             cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
@@ -94,7 +95,7 @@ def start_worker(transactional_db: None) -> Iterator[WorkerProcess]:
     started: list[WorkerProcess] = []
 
     def start() -> WorkerProcess:
-        worker = WorkerProcess()
+        worker = WorkerProcess(number=len(started))
         started.append(worker)
         worker.wait_ready()
         return worker

@@ -6,10 +6,10 @@ from dataclasses import replace
 import pytest
 
 from models_gpu.backends import load_generator
-from models_gpu.engine import CRITIQUE_INSTRUCTION_KEY
 from models_gpu.spec.protocol import ProtocolSpec
 from models_gpu.spec.run import RoleSpec
 from models_gpu.spec.templates import DEFAULT_TEMPLATES
+from models_gpu.spec.turns import CRITIQUE_INSTRUCTION_KEY
 from models_gpu.types import DialogueJob, GenerationRequest, Generator
 from tests.models_gpu.engine_doubles import Recording, Replying, run
 

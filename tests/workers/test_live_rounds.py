@@ -65,7 +65,7 @@ def play_until(run: Run, stop: Callable[[list[int]], bool] = lambda rounds: Fals
     played so far)`` says so; then its heartbeat goes stale, as a killed worker's would."""
     assert services.run_claim(run_id=run.pk, worker="w", stale_after=STALE)
     config = run.frozen_config
-    recorder = RoundRecorder(run.pk)
+    recorder = RoundRecorder(run.pk, config)
     rounds: list[int] = []
 
     def round_played(round_number: int, going: int) -> None:

@@ -110,6 +110,9 @@ class DialogueFilters:
     training_step: IntRange | None = None
     # True: some teacher turn was flagged as leaking the answer; False: none was.
     leaked: bool | None = None
+    # True: a person played the teacher of the dialogue's run (a fork keeps its parent's
+    # turns before the fork point); False: a model did.
+    taught_by_person: bool | None = None
     # The dialogue has at least one turn of each of these kinds ("question", "attempt", ...).
     turn_kinds: tuple[str, ...] = ()
     # True: the student's attempts hold at least two distinct non-empty extracted answers, which

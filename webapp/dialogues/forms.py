@@ -288,6 +288,12 @@ class DialogueFilterForm(forms.Form):
         widget=forms.TextInput(attrs={"placeholder": "200, 1-50", "size": 6}),
     )
     leak = forms.ChoiceField(choices=YES_NO_ANY, required=False, label="Teacher leak flagged")
+    teacher = forms.ChoiceField(
+        choices=[("", "any"), ("person", "a person"), ("model", "a model")],
+        required=False,
+        label="Teacher",
+        help_text="Who played the teacher: a person (in the browser) or a model.",
+    )
     changed = forms.ChoiceField(
         choices=YES_NO_ANY,
         required=False,
@@ -379,6 +385,7 @@ class DialogueFilterForm(forms.Form):
             num_turns=data.get("turns"),
             training_step=data.get("step"),
             leaked=_yes_no(data.get("leak") or ""),
+            taught_by_person={"person": True, "model": False}.get(data.get("teacher") or ""),
             turn_kinds=tuple(data.get("has") or ()),
             changed_answer=_yes_no(data.get("changed") or ""),
             search=(data.get("q") or "").strip(),

@@ -47,6 +47,9 @@ def _filter_fields(dialogues: QuerySet[Dialogue], filters: DialogueFilters) -> Q
         dialogues = _range(dialogues, "num_turns", filters.num_turns)
     if filters.training_step is not None:
         dialogues = _range(dialogues, "training_step", filters.training_step)
+    if filters.taught_by_person is not None:
+        person = Q(run__teacher__backend="human")
+        dialogues = dialogues.filter(person if filters.taught_by_person else ~person)
     return dialogues
 
 

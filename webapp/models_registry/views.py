@@ -25,7 +25,7 @@ MODEL_FIELDS = ("name", "backend", "location", "generation_params", "description
 def _reference() -> dict[str, object]:
     """What each backend expects, shown under every model form."""
     return {
-        "backends": {name: info for name, info in BACKENDS.items() if info.available},
+        "backends": BACKENDS,
         "scripted_policies": SCRIPTED_POLICIES,
     }
 

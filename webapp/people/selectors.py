@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from webapp.accounts.models import User
-from webapp.dialogues.models import PendingTurn
+from webapp.dialogues.models import Dialogue, PendingTurn
 from webapp.people.services import may_answer
 from webapp.runs.models import Run
 
@@ -54,3 +54,57 @@ def pending_for(*, pk: int, user: User) -> PendingTurn:
     if not user.is_researcher:
         turns = turns.filter(may_answer(user)).distinct()
     return turns.get(pk=pk)
+
+
+def may_answer_turn(*, pending: PendingTurn, user: User) -> bool:
+    """Whether ``user`` is one of the people who may answer this turn (a researcher sees every
+    turn, but answers only those of runs they are one of the people of, or assigned to them)."""
+    return PendingTurn.objects.filter(may_answer(user), pk=pending.pk).exists()
+
+
+def next_turn_of_dialogue(*, pending: PendingTurn, user: User) -> PendingTurn | None:
+    """The dialogue's newer open turn that ``user`` may answer, once the worker played on
+    from ``pending`` and parked the dialogue again (a new row: same run, task and sample)."""
+    return (
+        PendingTurn.objects.filter(
+            may_answer(user),
+            run_id=pending.run_id,
+            task_id=pending.task_id,
+            sample_index=pending.sample_index,
+            status=PendingTurn.Status.OPEN,
+            pk__gt=pending.pk,
+        )
+        .order_by("-pk")
+        .first()
+    )
+
+
+def waits_for_someone_else(*, pending: PendingTurn) -> bool:
+    """Whether the dialogue was parked again after ``pending`` (for a person other than the one
+    asking, when ``next_turn_of_dialogue`` found nothing for them)."""
+    return PendingTurn.objects.filter(
+        run_id=pending.run_id,
+        task_id=pending.task_id,
+        sample_index=pending.sample_index,
+        status=PendingTurn.Status.OPEN,
+        pk__gt=pending.pk,
+    ).exists()
+
+
+def stored_dialogue(*, pending: PendingTurn) -> Dialogue | None:
+    """The dialogue ``pending`` belongs to, once it ended and was stored; None while it plays."""
+    return (
+        Dialogue.objects.filter(
+            run_id=pending.run_id, task_id=pending.task_id, sample_index=pending.sample_index
+        )
+        .only("pk", "outcome", "first_correct_turn", "num_turns", "end_reason")
+        .first()
+    )
+
+
+def reassign_choices(*, pending: PendingTurn) -> QuerySet[User]:
+    """The run's people who could answer this turn: annotators only answer as teachers."""
+    people = pending.run.people.order_by("username")
+    if pending.role != PendingTurn.Role.TEACHER:
+        people = people.filter(role=User.Role.RESEARCHER)
+    return people

@@ -403,3 +403,17 @@ def run_cancel_requested(*, run_id: int) -> bool:
 def run_stored_dialogue_keys(*, run_id: int) -> set[tuple[int, int]]:
     """(task id, sample index) of every dialogue already stored: what a resumed run skips."""
     return set(Dialogue.objects.filter(run_id=run_id).values_list("task_id", "sample_index"))
+
+
+def run_people_waiting(*, run: Run) -> dict[str, int] | None:
+    """How many of the run's dialogues wait for a person ("open") or for the worker to play a
+    person's answer ("answered"); None when no person plays in the run."""
+    if not run.frozen_config.people_roles():
+        return None
+    counts = dict(
+        PendingTurn.objects.filter(run_id=run.pk, status__in=PendingTurn.LIVE_STATUSES)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    return {status: counts.get(status, 0) for status in PendingTurn.LIVE_STATUSES}

@@ -156,6 +156,7 @@ def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
         "accounting": accounting,
         "accounting_recorded": accounting_recorded,
         "pass_at_k_figure": _pass_at_k_figure(run, metrics.pass_at_k),
+        "people_waiting": selectors.run_people_waiting(run=run),
     }
 
 

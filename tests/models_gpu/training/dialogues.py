@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from models_gpu.conversation import CRITIQUE_INSTRUCTION_KEY
 from models_gpu.spec.results import TurnRow
 from models_gpu.spec.training import TrainingDialogue
+from models_gpu.spec.turns import CRITIQUE_INSTRUCTION_KEY
 
 SYSTEM = "Solve it."
 TASK = "What is 12 + 7?"

@@ -58,7 +58,6 @@ def test_a_directory_that_is_not_a_checkpoint_is_a_warning(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("backend", "location", "params", "message"),
     [
-        ("human", "", {}, "The human backend is not available yet: choose scripted, transformers"),
         ("scripted", "gpt-4", {}, "a scripted model names its policy"),
         (
             "scripted",

@@ -170,8 +170,8 @@ def test_a_person_can_play_a_role_and_answers_are_theirs_by_default(
 ) -> None:  # type: ignore[no-untyped-def]
     person = ModelSpec.objects.create(name="person", backend="human")
     response = launch(
-        researcher_client, task_set=plain_set, protocol=ProtocolFactory(), student=models["student"],
-        teacher=person,
+        researcher_client, task_set=plain_set, protocol=ProtocolFactory(),
+        student=models["student"], teacher=person,
     )  # fmt: skip
     assert response.status_code == 302
     run = Run.objects.get()

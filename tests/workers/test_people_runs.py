@@ -1,0 +1,123 @@
+"""A run where a person plays the teacher, played by the real worker code in-process: the
+dialogues that wait for the person are parked in the database and the job ends; an answer
+queues the run again and the next job plays that dialogue on; the live accuracy never counts
+the quick dialogues without the waiting ones; an unanswered turn times out into an ended
+dialogue."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, UserFactory, frozen_run
+from webapp.dialogues.models import Dialogue, PendingTurn
+from webapp.models_registry.models import ModelSpec
+from webapp.people import services as people
+from webapp.runs import selectors
+from webapp.runs.models import Run
+from workers.evaluation import execute_evaluation
+
+pytestmark = pytest.mark.django_db
+
+
+def person_taught_run(tasks: int = 10, max_turns: int = 3) -> Run:
+    task_set = TaskSetFactory()
+    for i in range(tasks):
+        TaskFactory(task_set=task_set, position=i, prompt=f"What is {10 + i} + {20 + i}?",
+                    reference={"answer": str(30 + 2 * i)})  # fmt: skip
+    person = ModelSpec.objects.create(name="a person", backend="human")
+    run = frozen_run(
+        task_set=task_set, teacher=person, protocol=ProtocolFactory(max_turns=max_turns),
+        progress_total=tasks,
+    )  # fmt: skip
+    return run
+
+
+def answer(pending: PendingTurn, text: str, user) -> None:  # type: ignore[no-untyped-def]
+    assert people.pending_claim(pending=pending, user=user)
+    people.pending_answer(pending=pending, user=user, text=text)
+
+
+def test_a_person_teacher_run_waits_resumes_on_answers_and_ends() -> None:
+    run = person_taught_run()
+    alice = UserFactory(username="alice")
+    run.people.add(alice)
+
+    assert execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    run.refresh_from_db()
+    waiting = list(PendingTurn.objects.filter(run=run, status="open"))
+    stored = Dialogue.objects.filter(run=run).count()
+    assert run.status == Run.Status.WAITING and waiting and stored + len(waiting) == 10
+    assert {(p.role, p.round, p.rounds_played) for p in waiting} == {("teacher", 1, 1)}
+    reference = waiting[0].request["private_context"]["reference"]
+    assert reference == waiting[0].task.reference
+
+    # Live accuracy: turn 1 is known for every dialogue, later turns for none yet.
+    curve = selectors.runs_accuracy_by_turn(runs=[Run.objects.get(pk=run.pk)])[run.pk]
+    assert curve[0].accuracy.total == 10 and curve[0].accuracy.successes == stored
+    assert [point.accuracy.total for point in curve[1:]] == [0, 0]
+
+    # The person answers one turn: the run is queued again, and the next job plays it on.
+    first = waiting[0]
+    answer(first, f"Add the tens first. The answer is {first.task.reference['answer']}!", alice)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.QUEUED
+    assert execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    first.refresh_from_db()
+    assert first.status == PendingTurn.Status.DONE
+    dialogue = Dialogue.objects.filter(run=run, task=first.task).first()
+    again = PendingTurn.objects.filter(run=run, task=first.task, status="open").first()
+    assert (dialogue is None) != (again is None), "ended or waiting again, never both"
+    if dialogue is not None:
+        turns = list(dialogue.turns.values("role", "text", "private_context", "leak_flag"))
+    else:
+        turns = again.turns  # type: ignore[union-attr]
+    feedback = turns[1]  # the student's first reply, then the person's feedback
+    assert feedback["role"] == "teacher" and feedback["text"].startswith("Add the tens first")
+    assert feedback["private_context"]["person"] == "alice"
+    assert feedback["leak_flag"], "a person's turn is checked for leaks like a model's"
+    assert Run.objects.get(pk=run.pk).accounting["person_turns"] == 1
+
+    # The others are never answered: past their deadline they end, and the run with them.
+    PendingTurn.objects.filter(run=run, status="open").update(
+        deadline=timezone.now() - timedelta(seconds=1)
+    )
+    assert people.pending_expire() >= len(waiting) - 1
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED
+    assert Dialogue.objects.filter(run=run).count() == 10
+    assert Dialogue.objects.filter(run=run, end_reason="no_answer").count() >= len(waiting) - 1
+    assert not PendingTurn.objects.filter(run=run, status__in=PendingTurn.LIVE_STATUSES).exists()
+
+
+def test_of_two_people_racing_for_a_turn_one_answer_is_stored_and_the_other_told() -> None:
+    run = person_taught_run(tasks=2)
+    alice, bob = UserFactory(username="alice"), UserFactory(username="bob")
+    run.people.add(alice, bob)
+    execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    pending = PendingTurn.objects.filter(run=run, status="open").first()
+    assert pending is not None
+    assert people.pending_claim(pending=pending, user=alice)
+    assert not people.pending_claim(pending=pending, user=bob)
+    with pytest.raises(people.TurnTaken, match="alice is answering this turn"):
+        people.pending_answer(pending=pending, user=bob, text="mine")
+    people.pending_answer(pending=pending, user=alice, text="hers")
+    with pytest.raises(people.TurnTaken, match="no longer waiting"):
+        people.pending_answer(pending=pending, user=alice, text="again")
+    pending.refresh_from_db()
+    assert (pending.answer, pending.answered_by) == ("hers", alice)
+
+
+def test_an_answer_given_while_the_worker_plays_wakes_the_run_when_it_rests() -> None:
+    run = person_taught_run(tasks=3)
+    alice = UserFactory(username="alice")
+    run.people.add(alice)
+    execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    pending = PendingTurn.objects.filter(run=run, status="open").first()
+    assert pending is not None
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)  # a worker is playing it
+    answer(pending, "Try again.", alice)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.RUNNING  # not woken under a worker
+    people.run_rest(run_id=run.pk, accounting={})
+    assert Run.objects.get(pk=run.pk).status == Run.Status.QUEUED  # woken when it rested
