@@ -17,6 +17,8 @@ is running (a duplicate, or a job given back because its prefork child died:
 
 Task imports left "running" by a dead worker are sent again by the same sweeps
 (``webapp.tasks.imports.claims``): an import commits all its tasks or none, so it starts over.
+The sweeps also end the dialogues whose turn waited for a person past its deadline
+(``webapp.people.services.pending_expire``; an inbox that opens does it too).
 """
 
 from __future__ import annotations
@@ -57,9 +59,17 @@ def recover_imports() -> list[int]:
     return task_imports_recover()
 
 
+def expire_person_turns() -> int:
+    """End the dialogues whose person did not answer in time; returns how many."""
+    from webapp.people.services import pending_expire
+
+    return pending_expire()
+
+
 def recover_on_start(*, follow_up: bool = True) -> threading.Timer | None:
     """The sweep a starting worker makes; returns the follow-up timer when one was set."""
     recover_imports()
+    expire_person_turns()
     recovery = recover_runs()
     if not follow_up or recovery.next_check_in is None:
         return None
@@ -138,6 +148,7 @@ def check_again_later(run_id: int, *, queue: str | None = None) -> None:
 def resume_stale_runs() -> None:
     """The sweep as a job: what ``check_again_later`` schedules."""
     recover_imports()
+    expire_person_turns()
     recover_runs()
 
 

@@ -121,3 +121,23 @@ def test_an_answer_given_while_the_worker_plays_wakes_the_run_when_it_rests() ->
     assert Run.objects.get(pk=run.pk).status == Run.Status.RUNNING  # not woken under a worker
     people.run_rest(run_id=run.pk, accounting={})
     assert Run.objects.get(pk=run.pk).status == Run.Status.QUEUED  # woken when it rested
+
+
+def test_the_recovery_sweep_ends_turns_past_their_deadline() -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    run = person_taught_run(tasks=2)
+    execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    waiting = PendingTurn.objects.filter(run=run, status="open").count()
+    assert waiting
+    out = StringIO()
+    call_command("resume_stale_runs", stdout=out)
+    assert "ended 0 dialogue(s)" in out.getvalue()  # not due yet
+    PendingTurn.objects.filter(run=run).update(deadline=timezone.now() - timedelta(seconds=1))
+    call_command("resume_stale_runs", stdout=out)
+    assert f"ended {waiting} dialogue(s)" in out.getvalue()
+    pending = PendingTurn.objects.filter(run=run).first()
+    assert pending is not None and pending.events[-1]["reason"] == "no answer before the deadline"
+    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED

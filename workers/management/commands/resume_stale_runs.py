@@ -7,15 +7,15 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from workers.recovery import recover_imports, recover_runs
+from workers.recovery import expire_person_turns, recover_imports, recover_runs
 
 
 class Command(BaseCommand):
     help = (
         "Resume runs whose worker died (running, heartbeat older than three heartbeats) and send "
         "queued runs that never reached the broker; send again the task imports whose worker "
-        "is gone. Safe to run at any time, e.g. from cron: a run or an import can only be "
-        "claimed by one worker."
+        "is gone; end the dialogues whose turn waited for a person past its deadline. Safe to "
+        "run at any time, e.g. from cron: a run or an import can only be claimed by one worker."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -29,6 +29,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         imports = recover_imports()
         self.stdout.write(f"sent again {len(imports)} import(s) whose worker is gone {imports}")
+        expired = expire_person_turns()
+        self.stdout.write(f"ended {expired} dialogue(s) whose person did not answer in time")
         recovery = recover_runs(all_queued=options["all_queued"])
         self.stdout.write(
             f"dispatched {len(recovery.dispatched)} run(s) {recovery.dispatched}; "
