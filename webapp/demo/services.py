@@ -23,8 +23,14 @@ from webapp.accounts.services import user_create
 from webapp.experiments.services import lic_experiment_create
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.services import model_spec_register
+from webapp.people.playground import person_model
 from webapp.runs.models import Protocol, Run
-from webapp.runs.services import evaluation_config, evaluation_run_create, runs_tag
+from webapp.runs.services import (
+    evaluation_config,
+    evaluation_run_create,
+    evaluation_run_from_config,
+    runs_tag,
+)
 from webapp.tasks.models import Task, TaskSet
 from webapp.tasks.services import task_add, task_set_create
 from webapp.training.services import online_training_run_config, training_run_create
@@ -175,12 +181,29 @@ def _demo_experiments(
             created_by=user,
         ))  # fmt: skip
     runs_tag(run_ids=[run.pk for run in runs], tag=DEMO_TAG)
+    _demo_person_run(user, task_set, student, didactic)
     lic_experiment_create(
         name=DEMO_LIC, task_set=TaskSet.objects.get(name=SHARDED_TASK_SET),
         student=ModelSpec.objects.get(name=SHARDED_STUDENT),
         user_simulator=ModelSpec.objects.get(name=SHARD_REVEALER),
         repeats=4, max_turns=6, seed=0, created_by=user,
     )  # fmt: skip
+
+
+DEMO_PERSON_RUN = "Demo: you teach the scripted student"
+DEMO_PERSON_TASKS = 5
+
+
+def _demo_person_run(user: User, task_set: TaskSet, student: ModelSpec, didactic: Protocol) -> Run:
+    """A run where the demo user is the teacher, on a few tasks: its turns wait in the inbox."""
+    config = evaluation_config(
+        task_set=task_set, protocol=didactic, student=student, teacher=person_model()
+    )
+    first_tasks = task_set.tasks.order_by("position").values_list("pk", flat=True)
+    config = replace(config, task_ids=tuple(first_tasks[:DEMO_PERSON_TASKS]))
+    return evaluation_run_from_config(
+        name=DEMO_PERSON_RUN, config=config, created_by=user, people=[user]
+    )
 
 
 def _sharded_demo_create(user: User, *, task_count: int, launch_run: bool) -> Run | None:

@@ -9,6 +9,7 @@ from django.core.management import call_command
 from webapp.accounts.models import User
 from webapp.demo.services import (
     DEMO_LIC,
+    DEMO_PERSON_RUN,
     DEMO_TAG,
     DEMO_TASK_SET,
     DEMO_USERNAME,
@@ -34,11 +35,16 @@ def test_demo_project_is_created_once(django_capture_on_commit_callbacks) -> Non
     assert len(sharded) == 20 and all(len(task.shards) == 3 for task in sharded)
     modes = sorted(Run.objects.values_list("protocol__mode", flat=True))
     # The didactic run and its single-turn baseline in three seeds each, tagged to compare; the
-    # sharded run; a Lost-in-Conversation experiment (FULL and CONCAT in one turn, SHARDED).
-    assert modes == ["didactic"] * 3 + ["sharded"] * 2 + ["single_turn"] * 5
+    # sharded run; a Lost-in-Conversation experiment (FULL and CONCAT in one turn, SHARDED); a
+    # didactic run on five tasks where the demo user is the teacher.
+    assert modes == ["didactic"] * 4 + ["sharded"] * 2 + ["single_turn"] * 5
     assert Tag.objects.get(name=DEMO_TAG).runs.count() == 6
     assert LostInConversation.objects.get().name == DEMO_LIC
-    assert len(callbacks) == 10  # each run is dispatched once, after commit
+    person_run = Run.objects.get(name=DEMO_PERSON_RUN)
+    assert person_run.frozen_config.people_roles() == ["teacher"]
+    assert list(person_run.people.values_list("username", flat=True)) == [DEMO_USERNAME]
+    assert person_run.progress_total == 5
+    assert len(callbacks) == 11  # each run is dispatched once, after commit
     assert not TaskSet.objects.filter(name=HOUSE_TASK_SET).exists()  # no house model yet
 
 
