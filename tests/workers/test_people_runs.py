@@ -141,3 +141,28 @@ def test_the_recovery_sweep_ends_turns_past_their_deadline() -> None:
     pending = PendingTurn.objects.filter(run=run).first()
     assert pending is not None and pending.events[-1]["reason"] == "no answer before the deadline"
     assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+
+
+def test_dialogues_taught_by_a_person_are_selected_by_the_teacher_filter() -> None:
+    from django.http import QueryDict
+
+    from tests.factories import TeacherFactory
+    from webapp.dialogues.forms import DialogueFilterForm
+    from webapp.dialogues.selectors import dialogue_list
+
+    taught = person_taught_run(tasks=2)
+    execute_evaluation(taught.pk, worker="w", background_heartbeat=False)
+    PendingTurn.objects.filter(run=taught).update(deadline=timezone.now() - timedelta(seconds=1))
+    people.pending_expire()
+    by_model = frozen_run(task_set=taught.task_set, teacher=TeacherFactory(), progress_total=2)
+    execute_evaluation(by_model.pk, worker="w", background_heartbeat=False)
+    researcher = UserFactory()
+
+    def selected(query: str) -> set[int]:
+        filters = DialogueFilterForm.from_query(QueryDict(query), reader=researcher).filters()
+        return set(
+            dialogue_list(filters=filters, reader=researcher).values_list("run_id", flat=True)
+        )
+
+    assert selected("teacher=person") == {taught.pk}
+    assert selected("teacher=model") == {by_model.pk}

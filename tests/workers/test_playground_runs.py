@@ -66,3 +66,29 @@ def test_a_scripted_teacher_cannot_be_taught(researcher_client, task) -> None:  
     )
     assert "cannot be the student" in response.content.decode()
     assert not Run.objects.exists()
+
+
+def test_a_researcher_as_the_student_of_a_model_teacher(
+    researcher_client, researcher, task
+) -> None:  # type: ignore[no-untyped-def]
+    teacher = ModelSpec.objects.create(name="t", backend="scripted", location="feedback-teacher")
+    researcher_client.post(
+        reverse("playground_new", args=[task.pk]),
+        {"role": "student", "partner": teacher.pk, "protocol": ProtocolFactory(max_turns=3).pk},
+    )
+    run = Run.objects.get()
+    execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    first = PendingTurn.objects.get(run=run, status="open")
+    assert (first.role, first.round, first.rounds_played) == ("student", 1, 0)
+    page = researcher_client.get(reverse("people_turn", args=[first.pk])).content.decode()
+    assert "What is 1 + 40?" in page and '"answer"' not in page  # a student sees no reference
+    people.pending_answer(pending=first, user=researcher, text="The answer is 40.")
+    execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    second = PendingTurn.objects.get(run=run, status="open")
+    assert (second.role, second.round) == ("student", 2)
+    assert second.turns[1]["role"] == "teacher"  # the model teacher answered the wrong reply
+    assert people.pending_claim(pending=second, user=researcher)
+    people.pending_answer(pending=second, user=researcher, text="The answer is 41.")
+    execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    dialogue = Dialogue.objects.get(run=run)
+    assert (dialogue.outcome, dialogue.first_correct_turn) == ("solved", 2)

@@ -102,8 +102,10 @@ def _render_turn(
         "taken": taken,
         "holder": _holder(pending, user),
         "answered": pending.status in (PendingTurn.Status.ANSWERED, PendingTurn.Status.DONE),
+        # A student sees the conversation alone; a teacher and a user simulator also see what
+        # the engine gave their role privately (the reference; the shards not revealed yet).
         "private": pending.request.get("private_context", {})
-        if pending.role == PendingTurn.Role.TEACHER
+        if pending.role != PendingTurn.Role.STUDENT
         else {},
         "other_side": _other_side(pending),
         "attempts": [turn for turn in pending.turns if turn.get("is_correct") is not None],

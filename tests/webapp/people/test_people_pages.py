@@ -330,3 +330,15 @@ def test_inbox_says_who_holds_a_claimed_turn(annotator, researcher):
 def test_inbox_needs_a_login(client):
     response = client.get(reverse("people_inbox"))
     assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_a_person_playing_the_user_sees_the_pieces_not_revealed_yet(researcher_client, researcher):
+    run = _run(researcher)
+    pending = _pending(run, "user_simulator")
+    pending.request["private_context"] = {
+        "unrevealed_shards": ["The second number is 7.", "Add them."],
+        "next_shard": "The second number is 7.",
+    }
+    pending.save(update_fields=["request"])
+    page = researcher_client.get(_turn_url(pending)).content.decode()
+    assert 'id="private-shards"' in page and "The second number is 7." in page
