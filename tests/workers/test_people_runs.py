@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 
 from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, UserFactory, frozen_run
-from webapp.dialogues.models import Dialogue, PendingTurn
+from webapp.dialogues.models import Dialogue, PendingTurn, Turn
 from webapp.models_registry.models import ModelSpec
 from webapp.people import services as people
 from webapp.runs import selectors
@@ -166,3 +166,29 @@ def test_dialogues_taught_by_a_person_are_selected_by_the_teacher_filter() -> No
 
     assert selected("teacher=person") == {taught.pk}
     assert selected("teacher=model") == {by_model.pk}
+
+
+def test_an_answer_survives_a_worker_that_died_before_playing_it() -> None:
+    """The answered turn stays "answered" until its dialogue is stored or parked again, so the
+    worker that resumes a dead one's claim plays it (once)."""
+    from webapp.core.heartbeat import stale_after
+    from webapp.runs import services as run_services
+
+    run = person_taught_run(tasks=2)
+    alice = UserFactory(username="alice")
+    run.people.add(alice)
+    execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    pending = PendingTurn.objects.filter(run=run, status="open").first()
+    assert pending is not None
+    answer(pending, "Think again.", alice)
+    # A worker claims the woken run and dies at once: its heartbeat goes stale.
+    assert run_services.run_claim(run_id=run.pk, worker="dead", stale_after=stale_after())
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - 2 * stale_after())
+    assert PendingTurn.objects.get(pk=pending.pk).status == PendingTurn.Status.ANSWERED
+
+    assert execute_evaluation(run.pk, worker="second", background_heartbeat=False)
+    assert PendingTurn.objects.get(pk=pending.pk).status == PendingTurn.Status.DONE
+    taught = Turn.objects.filter(dialogue__run=run, private_context__person="alice").count()
+    # Ended (its turns stored) or waiting again (a new row): one or the other, once.
+    waiting = PendingTurn.objects.filter(run=run, task=pending.task, status="open").count()
+    assert taught + waiting == 1, "the answer was played exactly once"
