@@ -201,6 +201,14 @@ def run_config_problems(config: RunConfig) -> list[Problem]:
     return problems
 
 
+def checked(config: RunConfig) -> RunConfig:
+    """``config`` when it can run; ``RunConfigError`` listing every problem otherwise."""
+    problems = run_config_problems(config)
+    if problems:
+        raise RunConfigError(problems)
+    return config
+
+
 def frozen_protocol(protocol: ProtocolSpec) -> ProtocolSpec:
     """``protocol`` with the full text of every template, so a run keeps the prompts it ran with
     even if the protocol or the defaults change later."""

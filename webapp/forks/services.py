@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from models_gpu.spec.run import ForkSpec, RunConfigError, run_config_problems
+from models_gpu.spec.run import ForkSpec, RunConfigError, checked
 from models_gpu.spec.settings import Problem
 from models_gpu.spec.turns import can_go_on, is_reply, next_turn
 from webapp.accounts.models import User
@@ -173,12 +173,8 @@ def fork_run_create(
         seed=seed,
         check=False,
     )
-    config = dataclasses.replace(
-        config, forks=ForkSpec(tuple((dialogue.pk, keep) for dialogue, keep in parents))
-    )
-    problems = run_config_problems(config)
-    if problems:
-        raise RunConfigError(problems)
+    forks = ForkSpec(tuple((dialogue.pk, keep) for dialogue, keep in parents))
+    config = checked(dataclasses.replace(config, forks=forks))
     return evaluation_run_from_config(
         name=name, config=config, created_by=created_by, people=people
     )

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from django import forms
 
 from models_gpu.spec.backends import SCRIPTED_POLICIES
-from models_gpu.spec.run import RunConfigError, run_config_problems
+from models_gpu.spec.run import checked
 from webapp.accounts.models import User
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.selectors import model_choices
@@ -44,13 +44,9 @@ def playground_start(
     config = evaluation_config(
         task_set=task.task_set, protocol=protocol, student=student, teacher=teacher, check=False
     )
-    config = replace(config, task_ids=(task.pk,))
-    problems = run_config_problems(config)
-    if problems:
-        raise RunConfigError(problems)
     return evaluation_run_from_config(
         name=f"Playground: {user.username} as {role}, task #{task.pk}",
-        config=config,
+        config=checked(replace(config, task_ids=(task.pk,))),
         created_by=user,
         people=[user],
     )
