@@ -11,7 +11,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, UserFactory, frozen_run
+from tests.factories import (
+    ProtocolFactory,
+    StudentFactory,
+    TaskFactory,
+    TaskSetFactory,
+    UserFactory,
+    frozen_run,
+)
 from webapp.dialogues.models import Dialogue, PendingTurn, Turn
 from webapp.models_registry.models import ModelSpec
 from webapp.people import services as people
@@ -28,11 +35,13 @@ def person_taught_run(tasks: int = 10, max_turns: int = 3) -> Run:
         TaskFactory(task_set=task_set, position=i, prompt=f"What is {10 + i} + {20 + i}?",
                     reference={"answer": str(30 + 2 * i)})  # fmt: skip
     person = ModelSpec.objects.create(name="a person", backend="human")
-    run = frozen_run(
-        task_set=task_set, teacher=person, protocol=ProtocolFactory(max_turns=max_turns),
-        progress_total=tasks,
+    # No first answer is right, whatever the seeds (they follow the task ids, which differ
+    # between databases): every dialogue has a turn for the person.
+    student = StudentFactory(generation_params={"first_try_accuracy": 0.0, "feedback_gain": 0.5})
+    return frozen_run(
+        task_set=task_set, student=student, teacher=person,
+        protocol=ProtocolFactory(max_turns=max_turns), progress_total=tasks,
     )  # fmt: skip
-    return run
 
 
 def answer(pending: PendingTurn, text: str, user) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,14 @@ from __future__ import annotations
 import pytest
 
 from models_gpu.spec.run import RunConfig
-from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, TeacherFactory, frozen_run
+from tests.factories import (
+    ProtocolFactory,
+    StudentFactory,
+    TaskFactory,
+    TaskSetFactory,
+    TeacherFactory,
+    frozen_run,
+)
 from webapp.dialogues.models import Dialogue
 from webapp.forks import services
 from webapp.runs.models import Run
@@ -29,7 +36,11 @@ def parents_and_forks(*, batch_size: int = 64) -> tuple[Run, list[tuple[Dialogue
         TaskFactory(task_set=task_set, position=i, prompt=f"What is {10 + i} + {20 + i}?",
                     reference={"answer": str(30 + 2 * i)})  # fmt: skip
     teacher, protocol = TeacherFactory(), ProtocolFactory(max_turns=4)
-    parent_run = frozen_run(task_set=task_set, teacher=teacher, protocol=protocol, seed=5)
+    # Never right at once, whatever the seeds (they follow the task ids): 12 forks every time.
+    student = StudentFactory(generation_params={"first_try_accuracy": 0.0, "feedback_gain": 0.4})
+    parent_run = frozen_run(
+        task_set=task_set, student=student, teacher=teacher, protocol=protocol, seed=5
+    )
     assert execute_evaluation(parent_run.pk, worker="test", background_heartbeat=False)
     assert Run.objects.get(pk=parent_run.pk).status == Run.Status.SUCCEEDED
 
