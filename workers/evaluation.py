@@ -79,7 +79,8 @@ def dialogue_jobs(
 ) -> list[DialogueJob]:
     """Every (task, sample) of the run but those in ``skip``, each with its seed."""
     if config.task_ids is not None:
-        tasks = [task for task in tasks if task.task_id in set(config.task_ids)]
+        chosen = set(config.task_ids)
+        tasks = [task for task in tasks if task.task_id in chosen]
     return [
         DialogueJob(
             task=task,
