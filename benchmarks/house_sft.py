@@ -22,11 +22,11 @@ services:
    fine-tuning) is launched with the held-out evaluation, ``execute_training`` trains, registers
    the model and launches the two evaluations (base and trained, same configuration and seeds),
    which ``execute_evaluation`` then plays.
-5. Accuracy after turn k (k = 1..T) of both on the held-out set with 95% Wilson intervals, the
-   difference per turn with Newcombe's interval (``difference_interval``, as the training run's
-   page shows it), and, because the two evaluations play the SAME tasks with the same dialogue
-   seeds (paired, and K samples of a task are not independent), a paired bootstrap interval
-   over held-out tasks as well. The ``name: value`` lines at the end are the headline.
+5. Accuracy after turn k (k = 1..T) of both on the held-out set with 95% Wilson intervals, and
+   the difference per turn paired over held-out tasks (``runs_compared``: the bootstrap
+   interval and sign-flip test of every comparison page, the training run's page included;
+   the two evaluations play the SAME tasks with the same dialogue seeds, and K samples of a
+   task are not independent). The ``name: value`` lines at the end are the headline.
 
 Hyperparameters, fixed before any run (not tuned on the held-out set):
     learning rate 1e-4   the house pre-training's own final learning rate (cosine decay from
@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import time
@@ -64,7 +63,6 @@ DEFAULT_DATA_DIR = "/tmp/house_sft"
 USERNAME = "house-sft"
 TEACHER_NAME = "scripted feedback teacher"  # as the demo registers it
 TASK_KNOBS = {"digits": 2, "operations": "+-"}
-BOOTSTRAP_RESAMPLES = 2000
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -296,7 +294,7 @@ def play(run: Any) -> Any:
 def accuracy_table(runs: Sequence[Any]) -> dict[int, list[Any]]:
     from webapp.runs.selectors import runs_accuracy_by_turn
 
-    return runs_accuracy_by_turn(runs=list(runs))
+    return {pk: curve.points for pk, curve in runs_accuracy_by_turn(runs=list(runs)).items()}
 
 
 def solved_by_turn_per_task(run: Any, max_turns: int) -> dict[int, list[int]]:
@@ -312,31 +310,6 @@ def solved_by_turn_per_task(run: Any, max_turns: int) -> dict[int, list[int]]:
             for k in range(first_correct, max_turns + 1):
                 counts[k - 1] += 1
     return per_task
-
-
-def paired_bootstrap(
-    base: dict[int, list[int]], trained: dict[int, list[int]], max_turns: int, *, seed: int
-) -> list[tuple[float, float]]:
-    """95% percentile intervals of (trained - base) accuracy after turn k, resampling held-out
-    tasks with replacement (both runs' dialogues of a drawn task go together)."""
-    tasks = sorted(set(base) & set(trained))
-    rng = random.Random(f"house-sft-bootstrap:{seed}")
-    draws: list[list[float]] = [[] for _ in range(max_turns)]
-    for _ in range(BOOTSTRAP_RESAMPLES):
-        sample = [tasks[rng.randrange(len(tasks))] for _ in tasks]
-        n_base = sum(base[t][max_turns] for t in sample)
-        n_trained = sum(trained[t][max_turns] for t in sample)
-        for k in range(max_turns):
-            difference = (
-                sum(trained[t][k] for t in sample) / n_trained
-                - sum(base[t][k] for t in sample) / n_base
-            )
-            draws[k].append(difference)
-    intervals = []
-    for values in draws:
-        values.sort()
-        intervals.append((values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1]))
-    return intervals
 
 
 def snapshot_composition(path: str) -> dict[str, int]:
@@ -360,6 +333,16 @@ def snapshot_composition(path: str) -> dict[str, int]:
     return counts
 
 
+def _interval(gap: Any) -> str:
+    if gap.low is None or gap.high is None:
+        return gap.note
+    return f"[{gap.low:.4f}, {gap.high:.4f}]"
+
+
+def _gap(gap: Any) -> str:
+    return f"{100 * gap.value:+6.1f} pts {_interval(gap)}"
+
+
 def _pct(value: float) -> str:
     return f"{100 * value:5.1f}%"
 
@@ -374,8 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from models_gpu.house.corpus import is_held_out
     from models_gpu.spec.training import TrainingConfig
     from webapp.models_registry.models import ModelSpec
-    from webapp.runs.metrics import difference_interval
     from webapp.runs.models import MetricPoint, Run
+    from webapp.runs.selectors import runs_compared
     from webapp.runs.services import evaluation_config, evaluation_run_create
     from webapp.training.services import snapshot_create, training_run_config, training_run_create
     from workers.training import execute_training
@@ -509,13 +492,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     accounting = training_run.accounting or {}
     curves = accuracy_table([base_eval, trained_eval])
     base_curve, trained_curve = curves[base_eval.pk], curves[trained_eval.pk]
-    differences = [
-        difference_interval(base.accuracy, after.accuracy)
-        for base, after in zip(base_curve, trained_curve, strict=True)
-    ]
+    differences = runs_compared(baseline=base_eval, other=trained_eval)
     base_tasks = solved_by_turn_per_task(base_eval, max_turns)
     trained_tasks = solved_by_turn_per_task(trained_eval, max_turns)
-    paired = paired_bootstrap(base_tasks, trained_tasks, max_turns, seed=args.seed)
 
     print()
     print("== Settings")
@@ -598,24 +577,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{base_eval.pk}, trained run {trained_eval.pk} "
         "(same configuration, same seeds)"
     )
-    print(
-        f"{'k':>2}  {'base':>24}  {'trained':>24}  {'difference (Newcombe)':>27}  "
-        f"{'paired bootstrap':>17}"
-    )
-    for base, after, diff, (low, high) in zip(
-        base_curve, trained_curve, differences, paired, strict=True
-    ):
+    print(f"{'k':>2}  {'base':>24}  {'trained':>24}  {'difference, 95% interval':>34}  p")
+    for base, after, gap in zip(base_curve, trained_curve, differences, strict=True):
         b, t = base.accuracy, after.accuracy
         print(
             f"{base.turn:>2}  {_pct(b.rate)} [{_pct(b.low)}, {_pct(b.high)}]  "
-            f"{_pct(t.rate)} [{_pct(t.low)}, {_pct(t.high)}]  "
-            f"{100 * diff.value:+6.1f} pts [{100 * diff.low:+6.1f}, {100 * diff.high:+6.1f}]  "
-            f"[{100 * low:+6.1f}, {100 * high:+6.1f}]"
+            f"{_pct(t.rate)} [{_pct(t.low)}, {_pct(t.high)}]  {_gap(gap):>34}  {gap.p_value}"
         )
     print(
         f"(dialogues: base {base_curve[0].accuracy.total}, trained "
-        f"{trained_curve[0].accuracy.total}; Wilson and Newcombe treat dialogues as "
-        f"independent; the bootstrap resamples tasks, {BOOTSTRAP_RESAMPLES} times)"
+        f"{trained_curve[0].accuracy.total}; difference: {differences[0].method_description})"
     )
     for label, keep in (
         ("in the house pre-training corpus", False),
@@ -642,16 +613,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print()
     headline: list[tuple[str, Any]] = []
-    for base, after, diff, (low, high) in zip(
-        base_curve, trained_curve, differences, paired, strict=True
-    ):
+    for base, after, gap in zip(base_curve, trained_curve, differences, strict=True):
         k = base.turn
         headline += [
             (f"base_accuracy_after_turn_{k}", round(base.accuracy.rate, 4)),
             (f"trained_accuracy_after_turn_{k}", round(after.accuracy.rate, 4)),
-            (f"difference_after_turn_{k}", round(diff.value, 4)),
-            (f"difference_after_turn_{k}_newcombe95", f"[{diff.low:.4f}, {diff.high:.4f}]"),
-            (f"difference_after_turn_{k}_paired_bootstrap95", f"[{low:.4f}, {high:.4f}]"),
+            (f"difference_after_turn_{k}", round(gap.value, 4)),
+            (f"difference_after_turn_{k}_{gap.method}95", _interval(gap)),
+            (f"difference_after_turn_{k}_p", gap.p_value),
         ]
     headline += [
         ("held_out_dialogues_per_model", base_curve[0].accuracy.total),

@@ -42,10 +42,10 @@ from models_gpu.types import (
 from webapp.core.database import DATABASE_LOST
 from webapp.core.heartbeat import Heartbeat, stale_after
 from webapp.dialogues.selectors import fork_parents
+from webapp.metrics.partial import BatchInPlay
 from webapp.people import selectors as people_selectors
 from webapp.people import services as people_services
 from webapp.runs import services
-from webapp.runs.metrics import BatchInPlay
 from webapp.runs.models import Run
 from webapp.runs.selectors import run_cancel_requested, run_stored_dialogue_keys
 from webapp.tasks.selectors import task_payloads
@@ -146,15 +146,18 @@ class RoundRecorder:
     others got (``BatchInPlay``), in one transaction (``services.run_round_store``).
 
     The engine hands the ended dialogues to ``ended``, then reports the round to
-    ``round_played``: they are held until then. A new recorder (a resumed run) starts from an
-    empty batch and its first round replaces what the last worker recorded: its batch replays
-    every unfinished dialogue from the start, so nothing is counted twice.
+    ``round_played``: they are held until then. A resumed run's recorder starts from what the
+    last worker recorded (``previous``): if that batch was cut short, its first batch replays
+    the batch's unfinished dialogues from round 1 and carries the ones that had ended, so they
+    are counted with their batch-mates once it ends (``BatchInPlay.resumed``).
     """
 
-    def __init__(self, run_id: int, config: RunConfig) -> None:
+    def __init__(self, run_id: int, config: RunConfig, previous: BatchInPlay) -> None:
         self.run_id = run_id
         self.forks = dict(enumerate(config.forks.parents)) if config.forks else {}
-        self.batch = BatchInPlay()
+        self.carried = previous.resumed()
+        self.batch = self.carried
+        self.batches_started = 0
         self.ended_in_round: list[DialogueResult] = []
 
     def ended(self, results: list[DialogueResult]) -> None:
@@ -162,6 +165,9 @@ class RoundRecorder:
 
     def round_played(self, round_number: int, going: int) -> None:
         ended, self.ended_in_round = self.ended_in_round, []
+        if round_number == 1:  # a new batch starts
+            self.batch = self.carried if self.batches_started == 0 else BatchInPlay()
+            self.batches_started += 1
         self.batch = self.batch.after_round(
             round_number, going, [result.first_correct_turn for result in ended]
         )
@@ -285,7 +291,7 @@ def _play(run_id: int) -> None:
         generators = load_role_generators(config.roles())
         assert generators["student"] is not None, "every run has a student"
 
-        recorder = RoundRecorder(run_id, config)
+        recorder = RoundRecorder(run_id, config, BatchInPlay.from_json(run.batch_in_play))
         watch = CancelWatch(run_id, interval_seconds=min(1.0, heartbeat))
         stats = run_dialogues(
             jobs,

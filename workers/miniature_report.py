@@ -1,7 +1,8 @@
 """The miniature reproduction's report (``manage.py sml_miniature``): per-seed results pooled
 into accuracy after turn k with 95% Wilson intervals per condition, the gains over the base model
-with Newcombe intervals, the results as JSON (to report again without training), and the figure
-as a standalone SVG (no plotting library: the README shows it as it is)."""
+paired over held-out tasks (``webapp.metrics.comparison``, as on every comparison page), the
+results as JSON (to report again without training), and the figure as a standalone SVG (no
+plotting library: the README shows it as it is)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from models_gpu.training.miniature import ConditionResult
-from webapp.runs.metrics import Difference, Proportion, difference_interval, wilson_interval
+from webapp.metrics.comparison import Gap, TaskOutcomes, compare_outcomes
+from webapp.metrics.stats import Proportion, wilson_interval
 
 PerSeed = Mapping[int, Sequence[ConditionResult]]
 LABELS = {
@@ -37,15 +39,29 @@ def pooled(per_seed: PerSeed, conditions: Sequence[str], turns: int) -> dict[str
     return curves
 
 
-def gains(curves: Mapping[str, Sequence[Proportion]], condition: str) -> list[Difference]:
-    """``condition``'s gain over the base model after each turn."""
-    return [
-        difference_interval(base, trained)
-        for base, trained in zip(curves["base"], curves[condition], strict=True)
-    ]
+def condition_outcomes(per_seed: PerSeed, condition: str) -> dict[str, TaskOutcomes]:
+    """``condition``'s outcomes per (seed, held-out task): every condition of a seed plays the
+    same held-out dialogues, so they pair. A result without per-task counts (written by an
+    older Dialab) is one row of its own, which pairs with nothing: the comparison is unpaired."""
+    outcomes = {}
+    for seed, results in per_seed.items():
+        for result in (r for r in results if r.condition == condition):
+            if not result.per_task:
+                key = f"{seed}:{condition}:all"
+                outcomes[key] = TaskOutcomes(result.dialogues, result.solved_by_turn)
+            for index, solved in enumerate(result.per_task):
+                outcomes[f"{seed}:{index}"] = TaskOutcomes(result.samples_per_task, solved)
+    return outcomes
 
 
-def table_lines(curves: Mapping[str, Sequence[Proportion]]) -> list[str]:
+def gains(per_seed: PerSeed, condition: str, turns: int) -> list[Gap]:
+    """``condition``'s gain over the base model after each turn, paired over held-out tasks."""
+    return compare_outcomes(
+        condition_outcomes(per_seed, "base"), condition_outcomes(per_seed, condition), turns
+    )
+
+
+def table_lines(per_seed: PerSeed, curves: Mapping[str, Sequence[Proportion]]) -> list[str]:
     """The accuracy table, then the gains table, as fixed-width text."""
     turns = len(next(iter(curves.values())))
     header = "condition    " + "".join(f"{f'turn {k}':>22}" for k in range(1, turns + 1))
@@ -55,15 +71,21 @@ def table_lines(curves: Mapping[str, Sequence[Proportion]]) -> list[str]:
             f"{f'{p.percent:.1f} [{p.low_percent:.1f}, {p.high_percent:.1f}]':>22}" for p in curve
         )
         lines.append(f"{condition:<13}{cells}")
-    lines += ["", "Gain over the base model (points, Newcombe 95% interval):"]
-    for condition in curves:
-        if condition != "base":
-            cells = "".join(
-                f"{f'{g.points:+.1f} [{g.low_points:+.1f}, {g.high_points:+.1f}]':>22}"
-                for g in gains(curves, condition)
-            )
-            lines.append(f"{condition:<13}{cells}")
+    compared = {c: gains(per_seed, c, turns) for c in curves if c != "base"}
+    method = next((g[0].method_description for g in compared.values() if g), "")
+    lines += ["", f"Gain over the base model (points; {method}):"]
+    for condition, condition_gains in compared.items():
+        cells = "".join(f"{_gap_cell(gap):>22}" for gap in condition_gains)
+        lines.append(f"{condition:<13}{cells}")
     return lines
+
+
+def _gap_cell(gap: Gap) -> str:
+    if not gap.informative:
+        return "no information"
+    if gap.low is None or gap.high is None:
+        return f"{gap.points:+.1f} (no interval)"
+    return f"{gap.points:+.1f} [{100 * gap.low:+.1f}, {100 * gap.high:+.1f}]"
 
 
 def write_results(path: Path, per_seed: PerSeed, settings: Mapping[str, Any]) -> None:
@@ -82,11 +104,18 @@ def read_results(paths: Sequence[Path]) -> dict[int, list[ConditionResult]]:
         for seed, results in data["seeds"].items():
             if int(seed) in per_seed:
                 raise ValueError(f"seed {seed} is in {path} and in an earlier file")
-            per_seed[int(seed)] = [
-                ConditionResult(**{**row, "solved_by_turn": tuple(row["solved_by_turn"])})
-                for row in results
-            ]
+            per_seed[int(seed)] = [_condition_result(row) for row in results]
     return per_seed
+
+
+def _condition_result(row: Mapping[str, Any]) -> ConditionResult:
+    return ConditionResult(
+        **{
+            **row,
+            "solved_by_turn": tuple(row["solved_by_turn"]),
+            "per_task": tuple(tuple(task) for task in row.get("per_task", ())),
+        }
+    )
 
 
 # The figure's geometry, in SVG user units.

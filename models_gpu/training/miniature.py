@@ -42,7 +42,7 @@ from models_gpu.spec.run import RoleSpec
 from models_gpu.spec.templates import DEFAULT_TEMPLATES, render_for_dialogue
 from models_gpu.spec.training import TrainingConfig, TrainingDialogue
 from models_gpu.training.online import rollout_seed
-from models_gpu.types import DialogueJob, Generator, TaskSpec
+from models_gpu.types import DialogueJob, DialogueResult, Generator, TaskSpec
 
 RANGE_SIZE = 8
 LOWEST, HIGHEST_LOWER = 1, 20
@@ -54,12 +54,17 @@ REPORTED = MiniatureSettings()  # what ``sml_miniature`` runs by default
 @dataclass(frozen=True)
 class ConditionResult:
     """One condition of one seed: dialogues solved by turn k (k = 1..eval_turns) out of
-    ``dialogues``, and the wall time its training took (0 for the base)."""
+    ``dialogues``, the wall time its training took (0 for the base), and the same counts per
+    held-out task (``per_task``: each task's dialogues solved by turn k, over its
+    ``samples_per_task`` samples, in the held-out tasks' order), which the report pairs across
+    conditions. Results written before per-task counts were kept have none."""
 
     condition: str
     solved_by_turn: tuple[int, ...]
     dialogues: int
     train_seconds: float
+    per_task: tuple[tuple[int, ...], ...] = ()
+    samples_per_task: int = 0
 
 
 def task(lower: int, hidden: int, task_id: int) -> TaskSpec:
@@ -148,18 +153,34 @@ def run_seed(
         params = {**dict(settings.eval_params), "device": "cpu"}
         student = load_generator(RoleSpec("transformers", str(model_dir), params))
         played = play(student, heldout_jobs, protocol, teacher)
-        solved = tuple(
-            sum(r.first_correct_turn is not None and r.first_correct_turn <= k for r in played)
-            for k in range(1, settings.eval_turns + 1)
+        samples = settings.heldout_samples
+        per_task = tuple(
+            solved_by_turn(played[start : start + samples], settings.eval_turns)
+            for start in range(0, len(played), samples)
         )
-        result = ConditionResult(condition, solved, len(played), round(trained_seconds, 1))
+        result = ConditionResult(
+            condition,
+            solved_by_turn(played, settings.eval_turns),
+            len(played),
+            round(trained_seconds, 1),
+            per_task,
+            samples,
+        )
         report(
             f"seed {seed} {condition}: trained in {result.train_seconds:.0f} s; solved by turn "
-            + ", ".join(str(s) for s in solved)
+            + ", ".join(str(s) for s in result.solved_by_turn)
             + f" of {len(played)}"
         )
         results.append(result)
     return results
+
+
+def solved_by_turn(results: Sequence[DialogueResult], turns: int) -> tuple[int, ...]:
+    """How many of ``results`` were solved by turn k, for k = 1..``turns``."""
+    return tuple(
+        sum(r.first_correct_turn is not None and r.first_correct_turn <= k for r in results)
+        for k in range(1, turns + 1)
+    )
 
 
 def _jobs(tasks: Sequence[TaskSpec], samples: int, stream: str) -> list[DialogueJob]:

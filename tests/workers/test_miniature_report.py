@@ -10,21 +10,50 @@ import pytest
 from models_gpu.training.miniature import ConditionResult
 from workers import miniature_report
 
+
+def result(
+    condition: str, per_task: tuple[tuple[int, ...], ...], seconds: float
+) -> ConditionResult:
+    """Five held-out tasks of two samples each."""
+    pooled = tuple(sum(task[k] for task in per_task) for k in range(3))
+    return ConditionResult(condition, pooled, 10, seconds, per_task, 2)
+
+
 PER_SEED = {
-    0: [ConditionResult("base", (1, 2, 4), 10, 0.0), ConditionResult("online", (2, 5, 9), 10, 3.0)],
-    1: [ConditionResult("base", (0, 1, 2), 10, 0.0), ConditionResult("online", (1, 3, 7), 10, 4.0)],
+    0: [
+        result("base", ((1, 1, 2), (0, 1, 1), (0, 0, 1), (0, 0, 0), (0, 0, 0)), 0.0),
+        result("online", ((1, 2, 2), (1, 1, 2), (0, 1, 2), (0, 1, 2), (0, 0, 1)), 3.0),
+    ],
+    1: [
+        result("base", ((0, 1, 1), (0, 0, 1), (0, 0, 0), (0, 0, 0), (0, 0, 0)), 0.0),
+        result("online", ((1, 1, 2), (0, 1, 2), (0, 1, 1), (0, 0, 1), (0, 0, 1)), 4.0),
+    ],
 }
 
 
-def test_seeds_pool_and_gains_are_against_the_base() -> None:
+def test_seeds_pool_and_gains_are_paired_over_held_out_tasks() -> None:
     curves = miniature_report.pooled(PER_SEED, ["base", "online"], 3)
     assert [(p.successes, p.total) for p in curves["online"]] == [(3, 20), (8, 20), (16, 20)]
-    gains = miniature_report.gains(curves, "online")
+    gains = miniature_report.gains(PER_SEED, "online", 3)
     assert [round(g.points, 1) for g in gains] == [10.0, 25.0, 50.0]
-    assert gains[-1].low > 0, "16 of 20 against 6 of 20: the interval excludes 0"
-    lines = miniature_report.table_lines(curves)
+    assert all(g.method == "paired" and g.tasks == 10 for g in gains), "(seed, task) pairs"
+    assert gains[-1].low > 0, "every task gains or stays: the interval excludes 0"
+    lines = miniature_report.table_lines(PER_SEED, curves)
     assert lines[1].startswith("base") and "80.0 [" in lines[2]
+    assert "paired over shared tasks" in lines[-2]
     assert lines[-1].startswith("online") and "+50.0 [" in lines[-1]
+
+
+def test_results_without_per_task_counts_are_compared_unpaired() -> None:
+    """Results files written before per-task counts were kept still report, unpaired."""
+    old = {
+        0: [
+            ConditionResult("base", (1, 2, 4), 10, 0.0),
+            ConditionResult("online", (2, 5, 9), 10, 3.0),
+        ]
+    }
+    gains = miniature_report.gains(old, "online", 3)
+    assert [g.method for g in gains] == ["unpaired"] * 3 and gains[0].p_value is None
 
 
 def test_results_round_trip_and_the_figure_is_an_svg_with_a_line_per_condition(

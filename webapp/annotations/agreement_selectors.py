@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef, QuerySet
 from django.urls import reverse
 
-from webapp.annotations import agreement
+from webapp.metrics import agreement
 from webapp.annotations.models import (
     Annotation,
     AnnotationRevision,

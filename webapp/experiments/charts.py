@@ -65,7 +65,7 @@ def comparison_figure(lines: Sequence[Line]) -> dict[str, Any]:
                 x=[point.turn for point in points],
                 y=values,
                 mode="lines+markers",
-                name=line.label + (" (provisional)" if line.provisional else ""),
+                name=line.label + (" (partial)" if line.partial else ""),
                 line={"color": colour},
                 error_y=_error_bars(values, lows, highs, colour),
                 hovertemplate=f"{line.label}<br>after turn %{{x}}: %{{y:.1%}} "
@@ -107,7 +107,8 @@ def comparison_figure(lines: Sequence[Line]) -> dict[str, Any]:
 
 
 def gap_figure(baseline: Line, gaps: Sequence[LineGap], lines: Sequence[Line]) -> dict[str, Any]:
-    """Each line minus the baseline, turn by turn, with paired bootstrap intervals."""
+    """Each line minus the baseline, turn by turn, with its 95% interval (none where the
+    comparison has none: no information, or no spread)."""
     figure = go.Figure()
     colour_of = {line.key: COLOURS[index % len(COLOURS)] for index, line in enumerate(lines)}
     for gap in gaps:
@@ -118,19 +119,24 @@ def gap_figure(baseline: Line, gaps: Sequence[LineGap], lines: Sequence[Line]) -
                 x=[point.turn for point in gap.gaps],
                 y=values,
                 mode="lines+markers",
-                name=f"{gap.line.label} − baseline",
+                name=f"{gap.line.label} − baseline ({gap.final.method if gap.final else ''})",
                 line={"color": colour},
                 error_y=_error_bars(
-                    values, [p.low for p in gap.gaps], [p.high for p in gap.gaps], colour
+                    values,
+                    [p.value if p.low is None else p.low for p in gap.gaps],
+                    [p.value if p.high is None else p.high for p in gap.gaps],
+                    colour,
                 ),
-                customdata=[[p.p_value, p.tasks] for p in gap.gaps],
-                hovertemplate="after turn %{x}: %{y:+.1%} (p = %{customdata[0]:.3g}, "
+                customdata=[
+                    [p.method_description if p.informative else p.note, p.tasks] for p in gap.gaps
+                ],
+                hovertemplate="after turn %{x}: %{y:+.1%} (%{customdata[0]}, "
                 "%{customdata[1]} tasks)<extra></extra>",
             )
         )
     figure.add_hline(y=0, line={"width": 1, "color": "#667085"})
     turns = max((len(gap.gaps) for gap in gaps), default=1)
-    title = f"Difference from {baseline.label} (paired bootstrap 95% intervals over tasks)"
+    title = f"Difference from {baseline.label} (95% intervals)"
     return _layout(figure, title=title, y_title="difference in solved by turn k", turns=turns)
 
 

@@ -10,25 +10,17 @@ are compared on the tasks they share (and the page says how many).
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-from django.db.models import Count
 
 from models_gpu.spec.training_run import TrainingRunConfig
-from webapp.dialogues.models import Dialogue
+from webapp.metrics.comparison import Gap, TaskOutcomes, compare_outcomes
+from webapp.metrics.figures import TurnAccuracy
+from webapp.metrics.stats import mean_rate_across
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.config_view import NOT_SET, flatten
-from webapp.runs.metrics import TurnAccuracy, mean_rate_across
 from webapp.runs.models import Run
-from webapp.runs.paired import PairedGap, paired_gaps
-from webapp.runs.selectors import run_list, runs_accuracy_by_turn
-from webapp.tasks.models import Task
+from webapp.runs.selectors import keyed_task_outcomes, run_list, runs_accuracy_by_turn
 
 MAX_RUNS = 30  # a comparison of more lines than this is unreadable, and slow to test
 
@@ -57,7 +49,7 @@ class Line:
         return [run.frozen_config.seed for run in self.runs]
 
     @property
-    def provisional(self) -> bool:
+    def partial(self) -> bool:
         return any(run.is_provisional for run in self.runs)
 
     @property
@@ -69,13 +61,14 @@ class Line:
 
 @dataclass(frozen=True)
 class LineGap:
-    """A line's difference from the baseline, turn by turn, over the tasks both played."""
+    """A line's difference from the baseline, turn by turn: paired over the tasks both played,
+    unpaired when they share none (``webapp.metrics.comparison``)."""
 
     line: Line
-    gaps: list[PairedGap]
+    gaps: list[Gap]
 
     @property
-    def final(self) -> PairedGap | None:
+    def final(self) -> Gap | None:
         return self.gaps[-1] if self.gaps else None
 
 
@@ -97,7 +90,7 @@ def selected_runs(run_ids: Iterable[int]) -> list[Run]:
 
 def _point(accuracy: TurnAccuracy) -> CurvePoint:
     p = accuracy.accuracy
-    if not p.total:
+    if p is None:
         return CurvePoint(accuracy.turn, None, None, None, 0)
     return CurvePoint(accuracy.turn, p.rate, p.low, p.high, p.total)
 
@@ -105,9 +98,8 @@ def _point(accuracy: TurnAccuracy) -> CurvePoint:
 def _seed_points(curves: Sequence[list[TurnAccuracy]], max_turns: int) -> list[CurvePoint]:
     points = []
     for turn in range(1, max_turns + 1):
-        rates = [
-            curve[turn - 1].accuracy.rate for curve in curves if curve[turn - 1].accuracy.total
-        ]
+        known = [curve[turn - 1].accuracy for curve in curves]
+        rates = [accuracy.rate for accuracy in known if accuracy is not None]
         estimate = mean_rate_across(rates)
         points.append(CurvePoint(turn, estimate.mean, estimate.low, estimate.high, len(rates)))
     return points
@@ -142,70 +134,36 @@ def lines_of(runs: Sequence[Run], *, by_seed: bool) -> list[Line]:
         max_turns = first.frozen_config.protocol.max_turns
         if len(group) == 1:
             label = f"#{first.pk} {first.name}"
-            points = [_point(point) for point in curves[first.pk]]
+            points = [_point(point) for point in curves[first.pk].points]
         else:
             config = first.frozen_config
             label = f"{config.student.name} · {config.protocol.name} ({len(group)} seeds)"
-            points = _seed_points([curves[run.pk] for run in group], max_turns)
+            points = _seed_points([curves[run.pk].points for run in group], max_turns)
         lines.append(
             Line(key, label, group, max_turns, points, horizons.get(first.student_id))
         )  # fmt: skip
     return lines
 
 
-def task_key(prompt: str, reference: Any) -> str:
-    """Which task this is, whatever task set version holds it: its prompt and reference."""
-    canonical = json.dumps([prompt, reference], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+def line_outcomes(lines: Sequence[Line]) -> dict[str, dict[str, TaskOutcomes]]:
+    """``{line key: {task key: outcomes}}``: each task's counted dialogues in the line's runs
+    (samples and seeds together). Four queries."""
+    by_run = keyed_task_outcomes(runs=[run for line in lines for run in line.runs])
+    outcomes: dict[str, dict[str, TaskOutcomes]] = {}
+    for line in lines:
+        merged: dict[str, TaskOutcomes] = {}
+        for run in line.runs:
+            for key, task in by_run.get(run.pk, {}).items():
+                merged[key] = merged[key].merged(task) if key in merged else task
+        outcomes[line.key] = merged
+    return outcomes
 
 
-def _solved_rates(lines: Sequence[Line]) -> dict[str, dict[str, np.ndarray]]:
-    """``{line key: {task key: solved rate by turn k, k = 1..T}}``: each task's share of the
-    line's dialogues (samples and seeds together) solved by turn k. Two queries."""
-    run_line = {run.pk: line for line in lines for run in line.runs}
-    rows = list(
-        Dialogue.objects.filter(run_id__in=run_line)
-        .values("run_id", "task_id", "first_correct_turn")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    tasks = Task.objects.filter(pk__in={row["task_id"] for row in rows})
-    keys = {
-        pk: task_key(prompt, ref)
-        for pk, prompt, ref in tasks.values_list("pk", "prompt", "reference")
-    }
-    solved: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
-    totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for row in rows:
-        line = run_line[row["run_id"]]
-        key = keys[row["task_id"]]
-        counts = solved[line.key].setdefault(key, np.zeros(line.max_turns))
-        turn = row["first_correct_turn"]
-        if turn is not None and turn <= line.max_turns:
-            counts[turn - 1 :] += row["n"]
-        totals[line.key][key] += row["n"]
-    return {
-        line_key: {key: counts / totals[line_key][key] for key, counts in per_task.items()}
-        for line_key, per_task in solved.items()
-    }
-
-
-def _to_turn(rates: np.ndarray, turns: int) -> np.ndarray:
-    """A line's solved-by-turn-k rates carried on to ``turns``: a dialogue that ended at its
-    run's max turns is, for every later k, as it stood at its end."""
-    missing = turns - rates.shape[-1]
-    return np.concatenate([rates, np.repeat(rates[..., -1:], missing, axis=-1)], axis=-1)
-
-
-def _gap(baseline: Line, line: Line, rates: Mapping[str, Mapping[str, np.ndarray]]) -> LineGap:
-    base_rates, line_rates = rates.get(baseline.key, {}), rates.get(line.key, {})
-    common = sorted(base_rates.keys() & line_rates.keys())
-    if not common:
-        return LineGap(line, [])
+def _gap(baseline: Line, line: Line, outcomes: Mapping[str, Mapping[str, TaskOutcomes]]) -> LineGap:
     turns = max(baseline.max_turns, line.max_turns)
-    base = _to_turn(np.array([base_rates[key] for key in common]), turns)
-    other = _to_turn(np.array([line_rates[key] for key in common]), turns)
-    return LineGap(line, paired_gaps(base, other))
+    return LineGap(
+        line, compare_outcomes(outcomes.get(baseline.key, {}), outcomes.get(line.key, {}), turns)
+    )
 
 
 def config_diff(lines: Sequence[Line]) -> list[tuple[str, list[str]]]:
@@ -241,14 +199,18 @@ def _notes(lines: Sequence[Line], gaps: Sequence[LineGap]) -> list[str]:
             "and reference), counted in the table."
         )
     for gap in gaps:
-        if not gap.gaps:
+        if gap.final is not None and gap.final.method == "unpaired":
             notes.append(
-                f"{gap.line.label} shares no task with the baseline: no paired difference."
+                f"{gap.line.label} shares no task with the baseline: its difference is unpaired "
+                "(Newcombe's interval over dialogues, which takes dialogues of one task as "
+                "independent; no test)."
             )
-    if any(line.provisional for line in lines):
+        elif not gap.gaps:
+            notes.append(f"{gap.line.label}: no counted dialogues yet, so no difference.")
+    if any(line.partial for line in lines):
         notes.append(
-            "Some runs have not played out (provisional): their paired differences count only the "
-            "dialogues that ended, which lean towards those solved early."
+            "Some runs have not played out (partial): their curves and differences count the "
+            "dialogues of the batches that finished (see each run's page)."
         )
     return notes
 
@@ -260,6 +222,6 @@ def compare(runs: Sequence[Run], *, baseline_run_id: int | None, by_seed: bool) 
     baseline = next(
         (line for line in lines if any(run.pk == baseline_run_id for run in line.runs)), lines[0]
     )
-    rates = _solved_rates(lines)
-    gaps = [_gap(baseline, line, rates) for line in lines if line is not baseline]
+    outcomes = line_outcomes(lines)
+    gaps = [_gap(baseline, line, outcomes) for line in lines if line is not baseline]
     return Comparison(lines, baseline, gaps, config_diff(lines), _notes(lines, gaps))

@@ -7,7 +7,7 @@ each instruction (task) has ``repeats`` scores per condition. Per condition:
 - aptitude: the 90th percentile of an instruction's scores, averaged over instructions;
 - unreliability: the 90th minus the 10th percentile, averaged over instructions;
 
-and the drop from FULL to SHARDED, paired by instruction (``paired.paired_gaps``). Premature
+and the drop from FULL to SHARDED, paired by instruction (``comparison.paired_gaps``). Premature
 answering: the SHARDED dialogues' mean score against the turn of their first attempt.
 Percentiles interpolate linearly between an instruction's sorted scores (numpy's default).
 """
@@ -24,9 +24,14 @@ from django.db.models.functions import Coalesce
 
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.experiments.models import LostInConversation
-from webapp.runs.metrics import MeanEstimate, mean_from_histogram
+from webapp.metrics.comparison import Gap, paired_gaps
+from webapp.metrics.stats import (
+    MeanEstimate,
+    bootstrap_means,
+    mean_from_histogram,
+    percentile_interval,
+)
 from webapp.runs.models import Run
-from webapp.runs.paired import BOOTSTRAP_RESAMPLES, SEED, PairedGap, bootstrap_means, paired_gaps
 
 CONDITIONS = ("FULL", "CONCAT", "SHARDED")
 
@@ -55,7 +60,7 @@ class FirstAttempt:
 @dataclass(frozen=True)
 class LicMetrics:
     conditions: list[ConditionMetrics]
-    drop: PairedGap | None  # SHARDED minus FULL, per instruction: negative is a loss
+    drop: Gap | None  # SHARDED minus FULL, per instruction: negative is a loss
     premature: list[FirstAttempt]
 
     @property
@@ -99,8 +104,8 @@ def _condition(condition: str, run: Run, by_task: Mapping[int, list[float]]) -> 
         return ConditionMetrics(condition, run, 0, 0, None, None, None, None, None)
     scores = [score for task_scores in by_task.values() for score in task_scores]
     task_means = np.array([[np.mean(task_scores)] for task_scores in by_task.values()])
-    resampled = bootstrap_means(task_means, BOOTSTRAP_RESAMPLES, np.random.default_rng(SEED))
-    low, high = np.percentile(resampled[:, 0], [2.5, 97.5])
+    low, high = percentile_interval(bootstrap_means(task_means))
+    low, high = low[0], high[0]
     p90 = [float(np.percentile(task_scores, 90)) for task_scores in by_task.values()]
     p10 = [float(np.percentile(task_scores, 10)) for task_scores in by_task.values()]
     return ConditionMetrics(

@@ -5,7 +5,7 @@ domains it trained on; a column per evaluation domain. A cell is the trained mod
 its base in accuracy after turn T on that domain's tasks, paired by task: every succeeded
 evaluation of the trained model is paired with the newest succeeded evaluation of the base whose
 configuration differs only in the student, and the cell pools the domain's tasks of every such
-pair (``paired.paired_gaps``: mean difference, bootstrap interval, sign-flip test).
+pair (``webapp.metrics.comparison.paired_gaps``: the comparison page's method).
 
 Training domains: for online training, the domains of the rollout task set's tasks; for
 training on a dataset snapshot, those of the task sets of the runs its dialogues came from (a
@@ -19,15 +19,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Count, F
 
 from models_gpu.spec.training_run import TrainingRunConfig
-from webapp.dialogues.models import Dialogue
-from webapp.experiments.comparison import task_key
+from webapp.metrics.comparison import Gap, paired_gaps
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
-from webapp.runs.paired import PairedGap, paired_gaps
+from webapp.runs.selectors import task_outcomes
 from webapp.tasks.models import Task
+from webapp.tasks.selectors import task_keys
 from webapp.training.models import DatasetSnapshot
 
 NO_DOMAIN = "(none)"
@@ -44,7 +43,7 @@ class EvaluationPair:
 class TransferRow:
     model: ModelSpec
     training_domains: list[str]
-    cells: list[PairedGap | None]  # one per evaluation domain, None: not evaluated there
+    cells: list[Gap | None]  # one per evaluation domain, None: not evaluated there
 
     @property
     def label(self) -> str:
@@ -101,32 +100,9 @@ def evaluation_pairs(models: Sequence[ModelSpec]) -> list[EvaluationPair]:
     return pairs
 
 
-def _solved_by_task(runs: Sequence[Run]) -> dict[int, dict[int, tuple[str, float]]]:
-    """``{run id: {task id: (domain, share of its dialogues solved by the run's T)}}``."""
-    max_turns = {run.pk: run.frozen_config.protocol.max_turns for run in runs}
-    rows = (
-        Dialogue.objects.filter(run_id__in=list(max_turns))
-        .values("run_id", "task_id", "first_correct_turn", domain=F("task__domain"))
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    counts: dict[int, dict[int, list]] = defaultdict(dict)  # type: ignore[type-arg]
-    for row in rows:
-        entry = counts[row["run_id"]].setdefault(row["task_id"], [row["domain"] or NO_DOMAIN, 0, 0])
-        turn = row["first_correct_turn"]
-        entry[1] += row["n"] if turn is not None and turn <= max_turns[row["run_id"]] else 0
-        entry[2] += row["n"]
-    return {
-        run_id: {task: (domain, solved / n) for task, (domain, solved, n) in tasks.items()}
-        for run_id, tasks in counts.items()
-    }
-
-
-def _comparison_order(task_ids: set[int]) -> dict[int, str]:
-    """Tasks in the order the comparison page pairs them (by ``comparison.task_key``), so that a
-    cell and the comparison of the same two runs draw the same resamples: the same numbers."""
-    tasks = Task.objects.filter(pk__in=task_ids).values_list("pk", "prompt", "reference")
-    return {pk: task_key(prompt, reference) for pk, prompt, reference in tasks}
+def _domains(task_ids: set[int]) -> dict[int, str]:
+    tasks = Task.objects.filter(pk__in=task_ids).values_list("pk", "domain")
+    return {pk: domain or NO_DOMAIN for pk, domain in tasks}
 
 
 def transfer_matrix() -> TransferMatrix:
@@ -137,23 +113,31 @@ def transfer_matrix() -> TransferMatrix:
         .order_by("name")
     )
     pairs = evaluation_pairs(models)
-    solved = _solved_by_task([run for pair in pairs for run in (pair.base_run, pair.trained_run)])
-    # {model id: {evaluation domain: ([base rates], [trained rates])}}, tasks paired within a pair.
+    outcomes = task_outcomes(
+        runs=[run for pair in pairs for run in (pair.base_run, pair.trained_run)]
+    )
+    task_ids = {task for tasks in outcomes.values() for task in tasks}
+    keys, domain_of = task_keys(task_ids=task_ids), _domains(task_ids)
+    # {model id: {evaluation domain: ([base rates], [trained rates])}}, tasks paired within a
+    # pair, in the order the comparison page pairs them (by task key): a cell and the comparison
+    # of the same two runs draw the same resamples, so they give the same numbers.
     pooled: dict[int, dict[str, tuple[list[float], list[float]]]] = defaultdict(dict)
-    order = _comparison_order({task for rates in solved.values() for task in rates})
     for pair in pairs:
-        base, trained = solved.get(pair.base_run.pk, {}), solved.get(pair.trained_run.pk, {})
-        for task in sorted(base.keys() & trained.keys(), key=order.__getitem__):
-            domain = base[task][0]
-            rates = pooled[pair.model.pk].setdefault(domain, ([], []))
-            rates[0].append(base[task][1])
-            rates[1].append(trained[task][1])
+        base, trained = outcomes.get(pair.base_run.pk, {}), outcomes.get(pair.trained_run.pk, {})
+        turns = max(
+            pair.base_run.frozen_config.protocol.max_turns,
+            pair.trained_run.frozen_config.protocol.max_turns,
+        )
+        for task in sorted(base.keys() & trained.keys(), key=keys.__getitem__):
+            rates = pooled[pair.model.pk].setdefault(domain_of[task], ([], []))
+            rates[0].append(base[task].rates(turns)[-1])
+            rates[1].append(trained[task].rates(turns)[-1])
     domains = sorted({domain for cells in pooled.values() for domain in cells})
     rows = []
     for model in models:
         if model.pk not in pooled:
             continue
-        cells: list[PairedGap | None] = []
+        cells: list[Gap | None] = []
         for domain in domains:
             rates = pooled[model.pk].get(domain)
             if rates is None:

@@ -67,8 +67,12 @@ def run_compare(request: HttpRequest) -> HttpResponse:
 
 TRANSFER_CSV_COLUMNS = (
     "trained_model", "base_model", "training_domains", "evaluation_domain",
-    "gain", "low", "high", "p_value", "tasks",
+    "gain", "low", "high", "p_value", "tasks", "method", "note",
 )  # fmt: skip
+
+
+def _rounded(value: float | None) -> float | str:
+    return "" if value is None else round(value, 6)
 
 
 @researcher_required
@@ -86,8 +90,8 @@ def transfer_matrix(request: HttpRequest) -> HttpResponse:
                 if cell is not None:
                     writer.writerow([
                         row.model.name, row.model.base_model, row.label, domain,
-                        *(round(value, 6) for value in (cell.value, cell.low, cell.high)),
-                        round(cell.p_value, 6), cell.tasks,
+                        *(_rounded(v) for v in (cell.value, cell.low, cell.high, cell.p_value)),
+                        cell.tasks, cell.method, cell.note,
                     ])  # fmt: skip
         return response
     return render(request, "experiments/transfer.html", {"matrix": matrix})

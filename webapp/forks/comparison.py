@@ -3,8 +3,8 @@
 Each fork is paired with its parent: the same task, the same seed, the same turns up to the
 fork point. Per pair and turn k, the outcome is 1 when the dialogue was solved by turn k; the
 gap at k is the mean of fork - parent over pairs, with the paired bootstrap interval and the
-sign-flip test of ``webapp.runs.paired`` (with 0/1 outcomes, McNemar's exact test in its Monte
-Carlo form). Only the discordant pairs move it, so their counts are shown too.
+sign-flip test of ``webapp.metrics.comparison`` (with 0/1 outcomes, McNemar's exact test in its
+Monte Carlo form). Only the discordant pairs move it, so their counts are shown too.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from webapp.forks.selectors import ForkPair
-from webapp.runs.paired import PairedGap, paired_gaps
+from webapp.metrics.comparison import Gap, paired_gaps
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class TurnComparison:
     turn: int
     parent_accuracy: float
     fork_accuracy: float
-    gap: PairedGap
+    gap: Gap
     parent_only: int  # the parent solved by k, the fork not
     fork_only: int  # the fork solved by k, the parent not
 

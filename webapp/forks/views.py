@@ -26,6 +26,7 @@ from webapp.dialogues.models import Dialogue
 from webapp.forks import selectors, services
 from webapp.forks.comparison import counterfactual_comparison
 from webapp.forks.forms import CounterfactualForm, ForkForm
+from webapp.runs import selectors as run_selectors
 from webapp.runs.models import Protocol, Run
 from webapp.runs.services import protocol_spec
 
@@ -214,19 +215,20 @@ def _launch_note(forks: int, t: int, skipped: dict[str, int], more: bool) -> str
 
 @researcher_required
 def fork_run_comparison(request: HttpRequest, run_id: int) -> HttpResponse:
-    """A fork run against its parents, turn by turn from the fork point (provisional while the
-    run plays: only the forks that ended count)."""
+    """A fork run against its parents, turn by turn from the fork point; while the run plays
+    (or after it stopped early) over the forks its figures count (``webapp.metrics.partial``):
+    the forks that ended first are the quickly solved ones."""
     run = get_object_or_404(Run.objects.filter(kind=Run.Kind.EVAL), pk=run_id)
     config = run.frozen_config
     if config.forks is None:
         raise Http404("This run is not a run of forks.")
-    pairs = selectors.fork_pairs(run=run)
+    counting = run_selectors.countings(runs=[run])[run.pk]
+    pairs = [pair for pair in selectors.fork_pairs(run=run) if counting.counts_whole(pair.fork_id)]
     comparison = counterfactual_comparison(pairs, max_turns=config.protocol.max_turns)
     context = {
         "run": run,
         "comparison": comparison,
-        "ended": len(pairs),
+        "counted": counting.counted,
         "total": len(config.forks.parents),
-        "provisional": run.is_provisional,
     }
     return render(request, "forks/run_comparison.html", context)

@@ -9,7 +9,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from webapp.runs.metrics import PassAtK, TurnAccuracy
+from webapp.metrics.figures import AccuracyCurve, PassAtK
 
 # Plotly's default qualitative palette, named here so a run's max-turns marker gets its colour.
 COLOURS = (
@@ -25,44 +25,37 @@ LINE_CHART_LAYOUT: dict[str, Any] = {
     "template": "plotly_white",
 }
 
-PROVISIONAL_NOTE = (
-    "provisional: the run has not played out; each point is over the dialogues played to turn k "
-    "(n in the hover)"
-)
-
 
 @dataclass(frozen=True)
 class Curve:
-    """One run's accuracy-by-turn curve as the chart draws it."""
+    """One run's (or line's) accuracy-by-turn curve as the chart draws it."""
 
     label: str
-    points: list[TurnAccuracy]
+    curve: AccuracyCurve
     max_turns: int
-    # A run not played out: each point counts the dialogues played to its turn, n varying.
-    provisional: bool = False
 
 
 def _trace(curve: Curve, colour: str) -> go.Scatter:
-    # A run without dialogues yet draws no points rather than a misleading line at 0%.
-    points = [p for p in curve.points if p.accuracy.total]
-    dialogues = points[0].accuracy.total if points else 0
-    provisional = ", provisional" if curve.provisional else ""
+    # Turns not known yet (and a run without dialogues) draw no points, not a line at 0%.
+    known = [(p.turn, p.accuracy) for p in curve.curve.points if p.accuracy is not None]
+    counted = curve.curve.counted
+    partial = ", partial" if counted.partial else ""
     return go.Scatter(
-        x=[p.turn for p in points],
-        y=[p.accuracy.rate for p in points],
+        x=[turn for turn, _ in known],
+        y=[accuracy.rate for _, accuracy in known],
         mode="lines+markers",
-        name=f"{curve.label} (n={dialogues}{provisional})",
+        name=f"{curve.label} (n={counted.dialogues}{partial})",
         line={"color": colour},
         error_y={
             "type": "data",
             "symmetric": False,
-            "array": [p.accuracy.high - p.accuracy.rate for p in points],
-            "arrayminus": [p.accuracy.rate - p.accuracy.low for p in points],
+            "array": [accuracy.high - accuracy.rate for _, accuracy in known],
+            "arrayminus": [accuracy.rate - accuracy.low for _, accuracy in known],
             "color": colour,
         },
         customdata=[
-            [p.accuracy.successes, p.accuracy.total, p.accuracy.low, p.accuracy.high]
-            for p in points
+            [accuracy.successes, accuracy.total, accuracy.low, accuracy.high]
+            for _, accuracy in known
         ],
         hovertemplate=f"{curve.label}<br>after turn %{{x}}: %{{y:.1%}} "
         "(%{customdata[0]}/%{customdata[1]}; 95% CI %{customdata[2]:.1%}–%{customdata[3]:.1%})"
@@ -92,10 +85,11 @@ def accuracy_by_turn_figure(curves: Sequence[Curve]) -> dict[str, Any]:
             text="no dialogues stored yet", x=0.5, y=0.5, xref="paper", yref="paper",
             showarrow=False, font={"size": 14, "color": "#667085"},
         )  # fmt: skip
-    elif curves and curves[0].provisional:
+    elif curves and curves[0].curve.counted.partial:
         figure.add_annotation(
-            text=PROVISIONAL_NOTE, x=0, y=1, xref="paper", yref="paper", xanchor="left",
-            yanchor="bottom", showarrow=False, font={"size": 12, "color": "#b54708"},
+            text=f"partial: over {curves[0].curve.counted.description}", x=0, y=1, xref="paper",
+            yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
+            font={"size": 12, "color": "#b54708"},
         )  # fmt: skip
     last_turn = max((curve.max_turns for curve in curves), default=1)
     figure.update_layout(

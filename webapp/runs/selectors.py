@@ -1,22 +1,23 @@
-"""Reads for runs. Metrics are counted in the database with a fixed number of grouped queries
-per run (never a Python loop over dialogues), then handed to the pure functions of
-``webapp.runs.metrics``."""
+"""Reads for runs. Figures are counted in the database with a fixed number of grouped queries
+per run (never a Python loop over dialogues), over the dialogues the figures count
+(``webapp.metrics.partial``), then handed to the pure functions of ``webapp.metrics``."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Sum, When, Window
 from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast, Lag
+from django.db.models.functions import Cast, Lag, RowNumber
 
 from webapp.dialogues.models import Dialogue, PendingTurn, Turn
-from webapp.runs.metrics import (
-    BatchInPlay,
+from webapp.metrics.comparison import Gap, TaskOutcomes, compare_outcomes, outcomes_from_histogram
+from webapp.metrics.figures import (
+    AccuracyCurve,
     GroupAccuracy,
     PassAtK,
     PlasticityStep,
@@ -25,13 +26,16 @@ from webapp.runs.metrics import (
     TurnAccuracy,
     TurnCounts,
     TurnKinds,
-    cumulative_accuracy,
+    accuracy_after_turns,
     group_accuracy,
-    mean_from_histogram,
     pass_at_k_curve,
+    pass_at_k_tasks_left_out,
     spent,
 )
+from webapp.metrics.partial import BatchInPlay, Counted, counted
+from webapp.metrics.stats import mean_from_histogram
 from webapp.runs.models import Protocol, Run
+from webapp.tasks.selectors import task_keys
 
 COMPARE_CANDIDATES = 50
 
@@ -70,7 +74,30 @@ def _solved_by(max_turns: int) -> Q:
     return Q(first_correct_turn__isnull=False, first_correct_turn__lte=max_turns)
 
 
-def _first_correct_histograms(run_ids: Iterable[int]) -> dict[int, dict[int | None, int]]:
+@dataclass(frozen=True)
+class Counting:
+    """What one run's figures count (``webapp.metrics.partial``): the rule's outcome, the batch
+    it was read from, the counted dialogues' first correct turns (None: not solved), and, when
+    the newest stored dialogues (the batch in play's) are left out, the first of them."""
+
+    run: Run
+    counted: Counted
+    batch: BatchInPlay
+    first_correct: dict[int | None, int]
+    left_out_from_pk: int | None = None
+
+    @property
+    def solved_at(self) -> dict[int, int]:
+        return {turn: n for turn, n in self.first_correct.items() if turn is not None}
+
+    def counts_whole(self, dialogue_pk: int) -> bool:
+        """Whether this stored dialogue is one of the whole dialogues the figures count."""
+        if not self.counted.whole_dialogues:
+            return False
+        return self.left_out_from_pk is None or dialogue_pk < self.left_out_from_pk
+
+
+def _stored_histograms(run_ids: Iterable[int]) -> dict[int, dict[int | None, int]]:
     """``{run id: {first correct turn (None: unsolved): dialogues}}`` in one grouped query."""
     rows = (
         Dialogue.objects.filter(run_id__in=list(run_ids))
@@ -84,27 +111,37 @@ def _first_correct_histograms(run_ids: Iterable[int]) -> dict[int, dict[int | No
     return histograms
 
 
-def _curve(histogram: dict[int | None, int], run: Run) -> list[TurnAccuracy]:
-    """Accuracy after turn k over the dialogues played to turn k: the stored ones and, while
-    the run plays, its batch in play (``metrics.cumulative_accuracy``)."""
-    solved_at = {turn: n for turn, n in histogram.items() if turn is not None}
-    total = sum(histogram.values())
-    return cumulative_accuracy(
-        first_correct_counts=solved_at,
-        total=total,
-        max_turns=run_max_turns(run),
-        batch=_waiting_batch(run, solved_at, total) or BatchInPlay.from_json(run.batch_in_play),
+def _newest_dialogues(newest: dict[int, int]) -> dict[int, list[tuple[int, int | None]]]:
+    """``{run id: [(pk, first correct turn)]}``: each run's ``newest[run id]`` newest stored
+    dialogues (the ones its batch in play stored), in one query."""
+    if not newest:
+        return {}
+    ranked = (
+        Dialogue.objects.filter(run_id__in=list(newest))
+        .annotate(rank=Window(RowNumber(), partition_by=[F("run_id")], order_by=F("pk").desc()))
+        .filter(rank__lte=max(newest.values()))
+        .values_list("run_id", "pk", "first_correct_turn", "rank")
     )
+    found: dict[int, list[tuple[int, int | None]]] = defaultdict(list)
+    for run_id, pk, first_correct, rank in ranked:
+        if rank <= newest[run_id]:
+            found[run_id].append((pk, first_correct))
+    return found
 
 
-def _waiting_batch(run: Run, solved_at: dict[int, int], stored: int) -> BatchInPlay | None:
+def _batch(run: Run, histogram: dict[int | None, int]) -> BatchInPlay:
+    return _waiting_batch(run, histogram) or BatchInPlay.from_json(run.batch_in_play)
+
+
+def _waiting_batch(run: Run, histogram: dict[int | None, int]) -> BatchInPlay | None:
     """While people play a role, the whole run is one batch in play: dialogues wait for a
-    person at different rounds, and the ones a person has not answered yet must not drop out
+    person at different turns, and the ones a person has not answered yet must not drop out
     of a turn's count while the quicker ones (or the solved ones) are counted. So a turn counts
     only once every unfinished dialogue has played it, and then counts every dialogue; until
     then it is not known. (None: no person plays in this run, or it ended.)"""
     if run.is_finished or not run.frozen_config.people_roles():
         return None
+    stored = sum(histogram.values())
     unfinished = run.progress_total - stored
     if unfinished <= 0:
         return None
@@ -115,13 +152,74 @@ def _waiting_batch(run: Run, solved_at: dict[int, int], stored: int) -> BatchInP
     )
     if len(reached) < unfinished:  # some not played yet, or in the worker between two states
         reached.append(0)
+    solved_at = {turn: n for turn, n in histogram.items() if turn is not None}
     return BatchInPlay(round=min(reached), going=unfinished, ended=stored, solved_at=solved_at)
 
 
-def runs_accuracy_by_turn(*, runs: Sequence[Run]) -> dict[int, list[TurnAccuracy]]:
-    """Curves of several runs (each to its own max turns) in one grouped query."""
-    histograms = _first_correct_histograms(run.pk for run in runs) if runs else {}
-    return {run.pk: _curve(histograms.get(run.pk, {}), run) for run in runs}
+def countings(*, runs: Sequence[Run]) -> dict[int, Counting]:
+    """What each run's figures count, in two queries whatever the number of runs: the stored
+    dialogues, then (for runs whose batch in play is left out) that batch's dialogues."""
+    histograms = _stored_histograms(run.pk for run in runs)
+    prepared = {}
+    leave_out = {}
+    for run in runs:
+        histogram = histograms.get(run.pk, {})
+        batch = _batch(run, histogram)
+        stored = sum(histogram.values())
+        rule = counted(
+            stored=stored,
+            batch=batch,
+            max_turns=run_max_turns(run),
+            expected=max(run.progress_total, stored),
+            played_out=run.status == Run.Status.SUCCEEDED,
+        )
+        prepared[run.pk] = (rule, batch, histogram)
+        if rule.stored_not_counted:
+            leave_out[run.pk] = rule.stored_not_counted
+    newest = _newest_dialogues(leave_out)
+    result = {}
+    for run in runs:
+        rule, batch, histogram = prepared[run.pk]
+        left_out = newest.get(run.pk, [])
+        kept = dict(histogram)
+        for _, first_correct in left_out:
+            kept[first_correct] -= 1
+        first_pk = min((pk for pk, _ in left_out), default=None)
+        result[run.pk] = Counting(run, rule, batch, kept, first_pk)
+    return result
+
+
+def _counted_dialogues(runs: Iterable[Counting], via: str = "") -> Q:
+    """The counted dialogues of these runs, as a condition on Dialogue (``via=""``) or on a
+    model that reaches it (``via="dialogue__"``)."""
+    condition = Q(pk__in=[])
+    whole_runs = []
+    for counting in runs:
+        if counting.left_out_from_pk is None:
+            whole_runs.append(counting.run.pk)
+        else:
+            condition |= Q(
+                **{f"{via}run_id": counting.run.pk, f"{via}pk__lt": counting.left_out_from_pk}
+            )
+    if whole_runs:
+        condition |= Q(**{f"{via}run_id__in": whole_runs})
+    return condition
+
+
+def _curve(counting: Counting) -> list[TurnAccuracy]:
+    return accuracy_after_turns(
+        first_correct_counts=counting.solved_at,
+        counted=counting.counted,
+        max_turns=run_max_turns(counting.run),
+    )
+
+
+def runs_accuracy_by_turn(*, runs: Sequence[Run]) -> dict[int, AccuracyCurve]:
+    """Curves of several runs (each to its own max turns), in two grouped queries."""
+    return {
+        pk: AccuracyCurve(_curve(counting), counting.counted)
+        for pk, counting in countings(runs=runs).items()
+    }
 
 
 def _solved_within_max_turns(runs: Sequence[Run]) -> Q:
@@ -137,14 +235,16 @@ def _solved_within_max_turns(runs: Sequence[Run]) -> Q:
     return solved
 
 
-def _pass_at_k_counts_by_run(runs: Sequence[Run]) -> dict[int, dict[tuple[int, int], int]]:
-    """``{run id: {(samples n, solved c): tasks}}``: per-task counts grouped again, in one
-    query, so the rows returned are bounded by the runs and their samples per task, not by the
-    tasks or dialogues."""
+def _pass_at_k_counts_by_run(runs: Sequence[Counting]) -> dict[int, dict[tuple[int, int], int]]:
+    """``{run id: {(samples n, solved c): tasks}}`` over the counted dialogues: per-task counts
+    grouped again, in one query, so the rows returned are bounded by the runs and their samples
+    per task, not by the tasks or dialogues."""
     per_task = (
-        Dialogue.objects.filter(run_id__in=[run.pk for run in runs])
+        Dialogue.objects.filter(_counted_dialogues(runs))
         .values("run_id", "task_id")
-        .annotate(n=Count("id"), c=Count("id", filter=_solved_within_max_turns(runs)))
+        .annotate(
+            n=Count("id"), c=Count("id", filter=_solved_within_max_turns([c.run for c in runs]))
+        )
         .values("run_id", "n", "c")
         .order_by()
     )
@@ -163,22 +263,23 @@ def _pass_at_k_counts_by_run(runs: Sequence[Run]) -> dict[int, dict[tuple[int, i
         return counts
 
 
-def _turn_counts_by_run(run_ids: Iterable[int]) -> dict[int, TurnCounts]:
-    """Role and kind counts and token sums of each run's stored turns, in one grouped
-    aggregate (rows: one per run)."""
+def _turn_counts_by_run(runs: Sequence[Counting]) -> dict[int, TurnCounts]:
+    """Role and kind counts of each run's counted dialogues' turns, and the token sums of all
+    its stored turns (what it spent), in one grouped aggregate (rows: one per run)."""
+    in_counted = _counted_dialogues(runs, via="dialogue__")
     student = Q(role=Turn.Role.STUDENT)
     teacher = Q(role=Turn.Role.TEACHER)
-    question = student & Q(kind=Turn.Kind.QUESTION)
+    question = student & Q(kind=Turn.Kind.QUESTION) & in_counted
     rows = (
-        Turn.objects.filter(dialogue__run_id__in=list(run_ids))
+        Turn.objects.filter(dialogue__run_id__in=[c.run.pk for c in runs])
         .values(run=F("dialogue__run_id"))
         .annotate(
-            student_turns=Count("id", filter=student),
-            attempts=Count("id", filter=student & Q(kind=Turn.Kind.ATTEMPT)),
+            student_turns=Count("id", filter=student & in_counted),
+            attempts=Count("id", filter=student & Q(kind=Turn.Kind.ATTEMPT) & in_counted),
             questions=Count("id", filter=question),
             dialogues_with_questions=Count("dialogue_id", filter=question, distinct=True),
-            teacher_turns=Count("id", filter=teacher),
-            leaks=Count("id", filter=teacher & Q(leak_flag=True)),
+            teacher_turns=Count("id", filter=teacher & in_counted),
+            leaks=Count("id", filter=teacher & Q(leak_flag=True) & in_counted),
             student_prompt_tokens=Sum("prompt_tokens", filter=student, default=0),
             student_completion_tokens=Sum("completion_tokens", filter=student, default=0),
             teacher_prompt_tokens=Sum("prompt_tokens", filter=teacher, default=0),
@@ -193,17 +294,11 @@ def _turn_counts_by_run(run_ids: Iterable[int]) -> dict[int, TurnCounts]:
     return counts
 
 
-def _turn_counts(run: Run, *, sharded: bool) -> TurnCounts:
-    """The run's turn counts; premature attempts (sharded runs only) in a second query."""
-    counts = _turn_counts_by_run([run.pk]).get(run.pk, TurnCounts())
-    return replace(counts, **_premature_attempts(run)) if sharded else counts
-
-
 def _shard_field(key: str) -> Cast:
     return Cast(KeyTextTransform(key, "private_context"), IntegerField())
 
 
-def _premature_attempts(run: Run) -> dict[str, int]:
+def _premature_attempts(counting: Counting) -> dict[str, int]:
     """An attempt is premature when the last shard turn before it (same dialogue, by index) had
     not revealed every shard (``shard < shards_total``); attempts with no shard turn before them
     are counted neither way.
@@ -216,7 +311,7 @@ def _premature_attempts(run: Run) -> dict[str, int]:
     every_shard = shard & Q(revealed__gte=F("shards_total"))
     per_dialogue = {"partition_by": [F("dialogue_id")]}
     turns = (
-        Turn.objects.filter(dialogue__run_id=run.pk)
+        Turn.objects.filter(_counted_dialogues([counting], via="dialogue__"))
         .annotate(revealed=_shard_field("shard"), shards_total=_shard_field("shards_total"))
         .annotate(
             first_shard_at=Window(Min(Case(When(shard, then=F("index")))), **per_dialogue),
@@ -246,15 +341,15 @@ def _premature_attempts(run: Run) -> dict[str, int]:
     return {"attempts_after_shards": int(after_shards), "premature_attempts": int(premature)}
 
 
-def _plasticity(run: Run) -> list[PlasticityStep]:
+def _plasticity(counting: Counting) -> list[PlasticityStep]:
     """Consecutive verified attempts of each dialogue, counted by the teacher turn between them:
     each attempt is paired with the previous one (a window over the dialogue's attempts), and
     the pairs are counted in one grouped pass."""
     in_dialogue_order = {"partition_by": [F("dialogue_id")], "order_by": F("index").asc()}
     attempts = (
         Turn.objects.filter(
-            dialogue__run_id=run.pk, role=Turn.Role.STUDENT, kind=Turn.Kind.ATTEMPT,
-            is_correct__isnull=False,
+            _counted_dialogues([counting], via="dialogue__"), role=Turn.Role.STUDENT,
+            kind=Turn.Kind.ATTEMPT, is_correct__isnull=False,
         )
         .annotate(
             previous=Window(Lag("is_correct"), **in_dialogue_order),
@@ -279,9 +374,11 @@ def _plasticity(run: Run) -> list[PlasticityStep]:
         return [PlasticityStep(*(int(value) for value in row)) for row in cursor.fetchall()]
 
 
-def _student_turn_kinds(run: Run) -> list[TurnKinds]:
+def _student_turn_kinds(counting: Counting) -> list[TurnKinds]:
     rows = (
-        Turn.objects.filter(dialogue__run_id=run.pk, role=Turn.Role.STUDENT)
+        Turn.objects.filter(
+            _counted_dialogues([counting], via="dialogue__"), role=Turn.Role.STUDENT
+        )
         .values("round", "kind")
         .annotate(n=Count("id"))
         .order_by()
@@ -292,12 +389,12 @@ def _student_turn_kinds(run: Run) -> list[TurnKinds]:
     return [TurnKinds(turn, counts) for turn, counts in sorted(by_round.items())]
 
 
-def _task_group_counts(run: Run, max_turns: int) -> list[dict[str, Any]]:
+def _task_group_counts(counting: Counting, max_turns: int) -> list[dict[str, Any]]:
     """Dialogues, solved and the sum of solving turns per (domain, difficulty): one query whose
     rows are bounded by the distinct task groups, not by the dialogues."""
     solved = _solved_by(max_turns)
     return list(
-        Dialogue.objects.filter(run_id=run.pk)
+        Dialogue.objects.filter(_counted_dialogues([counting]))
         .values(domain=F("task__domain"), difficulty=F("task__difficulty"))
         .annotate(
             n=Count("id"),
@@ -329,27 +426,43 @@ def _group_label(value: Any) -> str:
 
 
 def run_metrics(*, run: Run) -> RunMetrics:
-    """Every metric of one run: six queries (seven for a sharded run), whatever its size."""
+    """Every figure of one run, over the dialogues it counts: a fixed number of queries (six,
+    seven for a sharded run, one more while its batch in play is left out, one more while a
+    person plays in it), whatever its size. While only the batch in play is counted, the
+    figures that need whole dialogues are left empty."""
     max_turns = run_max_turns(run)
     sharded = run_is_sharded(run)
-    histogram = _first_correct_histograms([run.pk]).get(run.pk, {})
-    groups = _task_group_counts(run, max_turns)
-    solved_at = {turn: n for turn, n in histogram.items() if turn is not None and turn <= max_turns}
-    return RunMetrics(
+    counting = countings(runs=[run])[run.pk]
+    turn_counts = _turn_counts_by_run([counting]).get(run.pk, TurnCounts())
+    metrics = RunMetrics(
         max_turns=max_turns,
         sharded=sharded,
-        dialogues=sum(histogram.values()),
-        accuracy_by_turn=_curve(histogram, run),
+        counted=counting.counted,
+        accuracy_by_turn=_curve(counting),
+        turns_to_solve=mean_from_histogram({}),
+        pass_at_k=[],
+        turn_counts=turn_counts,
+        accounting=dict(run.accounting or {}),
+        batch=counting.batch,
+    )
+    if not counting.counted.whole_dialogues:
+        return metrics
+    groups = _task_group_counts(counting, max_turns)
+    pass_counts = _pass_at_k_counts_by_run([counting]).get(run.pk, {})
+    samples = run.frozen_config.samples_per_task
+    solved_at = {turn: n for turn, n in counting.solved_at.items() if turn <= max_turns}
+    if sharded:
+        turn_counts = replace(turn_counts, **_premature_attempts(counting))
+    return replace(
+        metrics,
         turns_to_solve=mean_from_histogram(solved_at),
-        pass_at_k=pass_at_k_curve(_pass_at_k_counts_by_run([run]).get(run.pk, {})),
-        turn_counts=_turn_counts(run, sharded=sharded),
+        pass_at_k=pass_at_k_curve(pass_counts, samples),
+        pass_at_k_tasks_left_out=pass_at_k_tasks_left_out(pass_counts, samples),
+        turn_counts=turn_counts,
         by_domain=_breakdown(groups, "domain"),
         by_difficulty=_breakdown(groups, "difficulty"),
-        accounting=dict(run.accounting or {}),
-        provisional=run.is_provisional,
-        batch=BatchInPlay.from_json(run.batch_in_play),
-        plasticity=_plasticity(run),
-        student_turn_kinds=_student_turn_kinds(run),
+        plasticity=_plasticity(counting),
+        student_turn_kinds=_student_turn_kinds(counting),
     )
 
 
@@ -358,31 +471,34 @@ def _pass_at_samples(run: Run, counts: dict[tuple[int, int], int]) -> PassAtK | 
     samples = run.frozen_config.samples_per_task
     if samples < 2:
         return None
-    curve = pass_at_k_curve(counts)
-    return curve[min(samples, len(curve)) - 1] if curve else None
+    curve = pass_at_k_curve(counts, samples)
+    return curve[-1] if curve else None
 
 
 def run_summaries(*, runs: Sequence[Run]) -> dict[int, RunSummary]:
-    """The runs table's figures for these evaluation runs (training runs have none): three
+    """The runs table's figures for these evaluation runs (training runs have none): four
     grouped queries, whatever the number of runs and dialogues."""
     evaluations = [run for run in runs if run.kind == Run.Kind.EVAL]
-    ids = [run.pk for run in evaluations]
-    if not ids:
+    if not evaluations:
         return {}
-    histograms = _first_correct_histograms(ids)
-    counts = _turn_counts_by_run(ids)
-    several_samples = [run for run in evaluations if run.frozen_config.samples_per_task > 1]
+    counted_runs = countings(runs=evaluations)
+    counts = _turn_counts_by_run(list(counted_runs.values()))
+    several_samples = [
+        c for c in counted_runs.values()
+        if c.run.frozen_config.samples_per_task > 1 and c.counted.whole_dialogues
+    ]  # fmt: skip
     pass_counts = _pass_at_k_counts_by_run(several_samples) if several_samples else {}
     summaries = {}
     for run in evaluations:
+        counting = counted_runs[run.pk]
         turn_counts = counts.get(run.pk, TurnCounts())
         summaries[run.pk] = RunSummary(
             max_turns=run_max_turns(run),
-            accuracy_by_turn=_curve(histograms.get(run.pk, {}), run),
+            counted=counting.counted,
+            accuracy_by_turn=_curve(counting),
             pass_at_k=_pass_at_samples(run, pass_counts.get(run.pk, {})),
             turn_counts=turn_counts,
             spent=spent(run.accounting or {}, turn_counts, elapsed_seconds=run.elapsed_seconds),
-            provisional=run.is_provisional,
         )
     return summaries
 
@@ -417,3 +533,48 @@ def run_people_waiting(*, run: Run) -> dict[str, int] | None:
         .order_by()
     )
     return {status: counts.get(status, 0) for status in PendingTurn.LIVE_STATUSES}
+
+
+def task_outcomes(*, runs: Sequence[Run]) -> dict[int, dict[int, TaskOutcomes]]:
+    """``{run id: {task id: its counted dialogues' outcomes}}``: what comparisons pair. A run
+    whose counted dialogues are not whole yet (its first batch in play) has none. Three
+    queries, whatever the number of runs."""
+    whole = [c for c in countings(runs=runs).values() if c.counted.whole_dialogues]
+    if not whole:
+        return {}
+    rows = (
+        Dialogue.objects.filter(_counted_dialogues(whole))
+        .values("run_id", "task_id", "first_correct_turn")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    histograms: dict[int, dict[int, dict[int | None, int]]] = defaultdict(lambda: defaultdict(dict))
+    for row in rows:
+        histograms[row["run_id"]][row["task_id"]][row["first_correct_turn"]] = row["n"]
+    max_turns = {c.run.pk: run_max_turns(c.run) for c in whole}
+    return {
+        run_id: {
+            task_id: outcomes_from_histogram(histogram, max_turns[run_id])
+            for task_id, histogram in tasks.items()
+        }
+        for run_id, tasks in histograms.items()
+    }
+
+
+def keyed_task_outcomes(*, runs: Sequence[Run]) -> dict[int, dict[str, TaskOutcomes]]:
+    """``task_outcomes`` with tasks named by ``task_key`` (their prompt and reference), so that
+    runs on different task sets or versions pair on the tasks they share."""
+    outcomes = task_outcomes(runs=runs)
+    keys = task_keys(task_ids={task for tasks in outcomes.values() for task in tasks})
+    return {
+        run_id: {keys[task]: result for task, result in tasks.items()}
+        for run_id, tasks in outcomes.items()
+    }
+
+
+def runs_compared(*, baseline: Run, other: Run) -> list[Gap]:
+    """``other`` against ``baseline`` after each turn, paired over the tasks both played: the
+    method of every comparison page (``webapp.metrics.comparison``)."""
+    outcomes = keyed_task_outcomes(runs=[baseline, other])
+    turns = max(run_max_turns(baseline), run_max_turns(other))
+    return compare_outcomes(outcomes.get(baseline.pk, {}), outcomes.get(other.pk, {}), turns)

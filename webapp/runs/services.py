@@ -32,8 +32,8 @@ from webapp.accounts.models import User
 from webapp.core.dispatch import enqueue_on_commit
 from webapp.dialogues.models import Dialogue
 from webapp.dialogues.services import dialogues_store
+from webapp.metrics.partial import BatchInPlay
 from webapp.models_registry.models import ModelSpec
-from webapp.runs.metrics import BatchInPlay
 from webapp.runs.models import Protocol, Run, Tag
 from webapp.tasks.models import TaskSet
 

@@ -14,7 +14,8 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import Q, QuerySet
 
-from webapp.runs.metrics import MeanEstimate, Proportion, RunSummary, mean_rate_across
+from webapp.metrics.figures import RunSummary
+from webapp.metrics.stats import MeanEstimate, Proportion, mean_rate_across
 from webapp.runs.models import Run
 from webapp.runs.selectors import run_list, run_summaries
 

@@ -16,6 +16,8 @@ from django_htmx.http import HttpResponseClientRefresh, HttpResponseStopPolling
 from webapp.core.figure_export import requested_download
 from webapp.core.permissions import researcher_required
 from webapp.core.plotly_csp import allows_plotly
+from webapp.metrics.export import CSV_COLUMNS, csv_cells, metric_rows
+from webapp.metrics.figures import AccuracyCurve, PassAtK, accounting_rows
 from webapp.runs import selectors, services, table
 from webapp.runs.charts import Curve, accuracy_by_turn_figure, pass_at_k_figure
 from webapp.runs.config_view import config_sections
@@ -25,14 +27,6 @@ from webapp.runs.forms import (
     RunFilterForm,
     RunLabelForm,
     parse_tags,
-)
-from webapp.runs.metrics import (
-    CSV_COLUMNS,
-    PassAtK,
-    TurnAccuracy,
-    accounting_rows,
-    csv_cells,
-    metric_rows,
 )
 from webapp.runs.models import Protocol, Run
 
@@ -128,8 +122,8 @@ def _requested_ids(request: HttpRequest) -> set[int]:
     return {int(value) for value in request.GET.getlist("compare") if value.isdigit()}
 
 
-def _chart_curve(run: Run, points: list[TurnAccuracy]) -> Curve:
-    return Curve(f"#{run.pk} {run.name}", points, selectors.run_max_turns(run), run.is_provisional)
+def _chart_curve(run: Run, curve: AccuracyCurve) -> Curve:
+    return Curve(f"#{run.pk} {run.name}", curve, selectors.run_max_turns(run))
 
 
 def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
@@ -140,7 +134,7 @@ def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
     requested = _requested_ids(request)
     compared = [other for other in candidates if other.pk in requested]
     other_curves = selectors.runs_accuracy_by_turn(runs=compared)
-    curves = [_chart_curve(run, metrics.accuracy_by_turn)]
+    curves = [_chart_curve(run, AccuracyCurve(metrics.accuracy_by_turn, metrics.counted))]
     curves += [_chart_curve(other, other_curves[other.pk]) for other in compared]
     accounting, accounting_recorded = accounting_rows(
         metrics.accounting, metrics.turn_counts, elapsed_seconds=run.elapsed_seconds
@@ -224,7 +218,7 @@ def run_live(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def run_metrics_csv(request: HttpRequest, pk: int) -> HttpResponse:
-    """The run's metrics in tidy long form (``metrics.CSV_COLUMNS``), one row per number."""
+    """The run's metrics in tidy long form (``export.CSV_COLUMNS``), one row per number."""
     run = get_object_or_404(selectors.run_list(), pk=pk)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-metrics.csv"'

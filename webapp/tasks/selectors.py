@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -80,3 +82,16 @@ def task_list(*, task_set: TaskSet, query: str = "") -> QuerySet[Task]:
     if query:
         tasks = tasks.filter(Q(prompt__icontains=query) | Q(external_id__icontains=query))
     return tasks
+
+
+def task_key(prompt: str, reference: Any) -> str:
+    """Which task this is, whatever task set or version holds it: a hash of its prompt and
+    reference. Comparisons pair tasks by it, and held-out checks find overlaps by it."""
+    canonical = json.dumps([prompt, reference], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def task_keys(*, task_ids: Iterable[int]) -> dict[int, str]:
+    """``{task id: task_key}`` in one query."""
+    tasks = Task.objects.filter(pk__in=list(task_ids)).values_list("pk", "prompt", "reference")
+    return {pk: task_key(prompt, reference) for pk, prompt, reference in tasks}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import transaction
@@ -22,9 +22,10 @@ from webapp.accounts.models import User
 from webapp.core.figure_export import requested_download
 from webapp.core.permissions import researcher_required
 from webapp.core.plotly_csp import allows_plotly
+from webapp.metrics.comparison import Gap
+from webapp.metrics.stats import Proportion
 from webapp.runs import selectors as run_selectors
 from webapp.runs.charts import Curve, accuracy_by_turn_figure
-from webapp.runs.metrics import difference_interval
 from webapp.runs.models import MetricPoint, Run
 from webapp.runs.services import evaluation_config
 from webapp.training import services
@@ -188,9 +189,18 @@ def _eta_seconds(run: Run) -> float | None:
     return elapsed * (run.progress_total - run.progress_done) / run.progress_done
 
 
+@dataclass(frozen=True)
+class EvaluationTurn:
+    """The base's and the trained model's accuracy after one turn, and the difference."""
+
+    base: Proportion | None
+    trained: Proportion | None
+    gap: Gap
+
+
 def _evaluations(run: Run, config: TrainingRunConfig) -> dict[str, Any]:
     """The base and trained models' held-out evaluations, their curves overlaid, and the
-    difference per turn with its interval."""
+    difference per turn: paired over their tasks, as every comparison page computes it."""
     trained_model = run.produced_models.first()
     base_run = trained_run = None
     if config.evaluation is not None:
@@ -204,19 +214,11 @@ def _evaluations(run: Run, config: TrainingRunConfig) -> dict[str, Any]:
     shown = [r for r in (base_run, trained_run) if r is not None]
     curves = run_selectors.runs_accuracy_by_turn(runs=shown)
     differences = []
-    if (
-        base_run is not None
-        and trained_run is not None
-        and all(curves[r.pk] and curves[r.pk][0].accuracy.total for r in (base_run, trained_run))
-    ):
+    if base_run is not None and trained_run is not None:
+        gaps = run_selectors.runs_compared(baseline=base_run, other=trained_run)
+        points = zip(curves[base_run.pk].points, curves[trained_run.pk].points, gaps, strict=False)
         differences = [
-            (
-                base.turn,
-                base.accuracy,
-                trained.accuracy,
-                difference_interval(base.accuracy, trained.accuracy),
-            )
-            for base, trained in zip(curves[base_run.pk], curves[trained_run.pk], strict=True)
+            (gap.turn, base.accuracy, trained.accuracy, gap) for base, trained, gap in points
         ]
     labels = {base_run: "base", trained_run: "trained"}
     figure = accuracy_by_turn_figure(

@@ -11,10 +11,10 @@ from django.urls import reverse
 from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, TeacherFactory, frozen_run
 from tests.transcript_builders import attempt, feedback
 from tests.webapp.forks.builders import stored
-from webapp.dialogues.models import Dialogue
 from webapp.forks import services
 from webapp.forks.comparison import counterfactual_comparison
 from webapp.forks.selectors import fork_pairs
+from webapp.metrics.partial import BatchInPlay
 from webapp.runs.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -58,12 +58,18 @@ def test_the_panel_shows_the_tree_from_the_root_and_preselects_the_turn(
     assert fragment.lstrip().startswith('<div id="fork-panel">') and "<html" not in fragment
     for dialogue in ("parent", "fork", "sibling"):
         assert f'id="branch-{family[dialogue].pk}"' in fragment
-    assert "teacher Grace" in fragment and "forked after #1 (turn 1)" in fragment
+    # The fork point is the parent's message as every page numbers it, linked to it there.
+    parent_message = reverse("dialogue_detail", args=[family["parent"].pk]) + "#message-1"
+    assert "teacher Grace" in fragment
+    assert (
+        f'forked after <a class="message-ref" href="{parent_message}">turn 1 · message #1</a>'
+        in fragment
+    )
     compare = reverse("fork_compare")
     assert f"{compare}?a={family['fork'].pk}&amp;b={family['sibling'].pk}" in fragment
 
     page = researcher_client.get(reverse("fork_panel", args=[family["parent"].pk]) + "?after=0")
-    assert '<option value="0" selected>after turn 1, #1 (student: It is 4.)</option>' in (
+    assert '<option value="0" selected>after Student · turn 1 · message #1: It is 4.</option>' in (
         page.content.decode()
     )
 
@@ -172,7 +178,8 @@ def test_the_comparison_pairs_forks_with_parents(researcher_client) -> None:  # 
     comparison = counterfactual_comparison(fork_pairs(run=run), max_turns=3)
     assert comparison is not None and comparison.pairs == 10 and comparison.from_turn == 1
     first, second, third = comparison.turns
-    assert (first.turn, first.gap.value, first.gap.p_value) == (1, 0.0, 1.0)
+    assert (first.turn, first.gap.value, first.gap.p_value) == (1, 0.0, None)
+    assert not first.gap.informative, "no discordant pair at turn 1: no information"
     assert second.parent_accuracy == 0.0 and second.fork_accuracy == pytest.approx(0.6)
     assert second.gap.points == pytest.approx(60.0)
     assert (second.parent_only, second.fork_only) == (0, 6)
@@ -184,17 +191,21 @@ def test_the_comparison_pairs_forks_with_parents(researcher_client) -> None:  # 
 
     page = researcher_client.get(reverse("fork_run_comparison", args=[run.pk])).content.decode()
     assert "10 pairs, from turn 1 (the fork point) to 3." in page
-    assert "<td>60.0</td>" in page and 'id="provisional"' not in page
+    assert "+60.0" in page and 'id="partial"' not in page and "no information" in page
 
 
-def test_the_comparison_is_provisional_while_forks_play(researcher_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_comparison_counts_the_batches_of_forks_that_finished(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    """While forks play, the ones stored by the batch in play (the quick solves) wait for their
+    batch: 7 forks of a finished batch count, the 3 of the batch in play do not."""
     run = ten_pairs()
-    Dialogue.objects.filter(run=run, sample_index=0, task__position__gte=0).filter(
-        pk__in=Dialogue.objects.filter(run=run).order_by("-pk").values("pk")[:3]
-    ).delete()
-    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.RUNNING,
+        progress_total=12,
+        batch_in_play=BatchInPlay(round=2, going=2, ended=3, solved_at={2: 3}).to_json(),
+    )
     page = researcher_client.get(reverse("fork_run_comparison", args=[run.pk])).content.decode()
-    assert "Provisional: 7 of 10 forks ended so far" in page and "7 pairs" in page
+    assert "Partial: over 7 of 12 dialogues (the batches that finished)" in page
+    assert "7 pairs" in page
     plain = frozen_run()
     assert researcher_client.get(reverse("fork_run_comparison", args=[plain.pk])).status_code == 404
     assert services.MAX_FORKS == 2000

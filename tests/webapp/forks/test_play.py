@@ -17,6 +17,7 @@ from tests.factories import (
 )
 from webapp.dialogues.models import Dialogue
 from webapp.forks import services
+from webapp.metrics.partial import BatchInPlay
 from webapp.runs.models import Run
 from workers.evaluation import execute_evaluation
 
@@ -89,7 +90,7 @@ def test_a_fork_run_stopped_midway_resumes_without_playing_a_fork_twice() -> Non
     assert run_services.run_claim(run_id=fork_run.pk, worker="first", stale_after=stale_after())
     config = fork_run.frozen_config
     roles = load_role_generators(config.roles())
-    recorder = RoundRecorder(fork_run.pk, config)
+    recorder = RoundRecorder(fork_run.pk, config, BatchInPlay())
     run_dialogues(
         pending_jobs(fork_run.pk, config), config.protocol, student=roles["student"],
         teacher=roles["teacher"], on_finished=recorder.ended, on_round=recorder.round_played,

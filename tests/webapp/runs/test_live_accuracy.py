@@ -1,7 +1,7 @@
-"""Accuracy after turn k while a run plays (issue 16): over the dialogues played to turn k, the
-batch in play included, and marked provisional on the run page until the run has succeeded.
-The worker's side (recording the batch, a resume replacing it): tests/workers/test_live_rounds.py.
-"""
+"""The run page while a run plays and after it stopped early: every figure over the dialogues
+it counts (webapp.metrics.partial), one denominator for every turn, marked partial until the
+run has succeeded. The worker's side (recording the batch, a resume carrying it):
+tests/workers/test_live_rounds.py."""
 
 from __future__ import annotations
 
@@ -12,73 +12,98 @@ from django.urls import reverse
 
 from tests.factories import TaskFactory
 from tests.transcript_builders import attempt, feedback, make_run, store
-from webapp.runs.charts import PROVISIONAL_NOTE
-from webapp.runs.metrics import BatchInPlay, cumulative_accuracy
+from webapp.metrics.partial import BatchInPlay
+from webapp.runs import selectors
 from webapp.runs.models import Run
 
 
-def counts(curve: list[Any]) -> list[tuple[int, int]]:
-    return [(point.accuracy.successes, point.accuracy.total) for point in curve]
+def counts(curve: list[Any]) -> list[tuple[int, int] | None]:
+    return [None if p.accuracy is None else (p.accuracy.successes, p.accuracy.total) for p in curve]
 
 
-def test_a_batch_adds_up_its_rounds_and_a_new_one_starts_afresh() -> None:
-    batch = BatchInPlay().after_round(1, 8, [1, 1]).after_round(2, 5, [2, None, 2])
-    assert batch == BatchInPlay(round=2, going=5, ended=5, solved_at={1: 2, 2: 2})
-    assert BatchInPlay.from_json(batch.to_json()) == batch
-    assert batch.after_round(1, 9, [1]) == BatchInPlay(1, 9, 1, {1: 1}), "round 1: a new batch"
-    assert BatchInPlay.from_json({}) == BatchInPlay(), "nothing recorded: the empty batch"
-
-
-def test_dialogues_count_for_the_turns_they_were_played_to() -> None:
-    """T = 3. Stored: from an earlier batch, one solved at turn 1 and one that ended unsolved at
-    max turns; from the batch in play (round 2 played, 3 going), one solved at turn 2 and one
-    that ended unsolved at turn 1 (shards exhausted)."""
-    batch = BatchInPlay(round=2, going=3, ended=2, solved_at={2: 1})
-    curve = cumulative_accuracy(
-        first_correct_counts={1: 1, 2: 1}, total=4, max_turns=3, batch=batch
-    )
-    # Turns 1 and 2: every dialogue, the going ones unsolved so far. Turn 3, not reached by the
-    # batch: the earlier batch only (the batch's early enders alone would overstate it).
-    assert counts(curve) == [(1, 7), (2, 7), (1, 2)]
-
-
-def test_a_batch_with_nothing_going_changes_nothing() -> None:
-    """A played-out batch (the last round of a run, or one about to be replaced): its ended
-    dialogues count for every turn, like all stored ones."""
-    played_out = BatchInPlay(round=3, going=0, ended=2, solved_at={2: 1})
-    stored = {"first_correct_counts": {1: 1, 2: 1}, "total": 4, "max_turns": 3}
-    assert cumulative_accuracy(**stored, batch=played_out) == cumulative_accuracy(**stored)
-    assert counts(cumulative_accuracy(**stored)) == [(1, 4), (2, 4), (2, 4)]
-
-
-@pytest.mark.django_db
-def test_the_run_page_marks_figures_provisional_until_the_run_has_succeeded(
-    researcher_client,
-) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture
+def two_batches(db: None) -> Run:
+    """T = 5. A finished batch of two (one solved at turn 1, one unsolved), then a batch in play
+    at turn 2: one of its dialogues solved at turn 2 and stored, three still going."""
     task = TaskFactory()
     run = make_run("live", task.task_set)
     store(run, task.pk, 0, "a_first", [attempt("3", "3", True)])
-    store(run, task.pk, 1, "a_late", [attempt("4", "4", False), feedback("no"),
-                                       attempt("3", "3", True)])  # fmt: skip
-    batch = BatchInPlay(round=2, going=3, ended=2, solved_at={1: 1, 2: 1})
+    store(run, task.pk, 1, "b_same", [attempt("4", "4", False), feedback("no"),
+                                     attempt("5", "5", False)])  # fmt: skip
+    store(run, task.pk, 2, "a_late", [attempt("4", "4", False), feedback("no"),
+                                      attempt("3", "3", True)])  # fmt: skip
+    batch = BatchInPlay(round=2, going=3, ended=1, solved_at={2: 1})
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.RUNNING, batch_in_play=batch.to_json(), progress_total=10
     )
-    response = researcher_client.get(reverse("run_live", args=[run.pk]))
-    html = response.content.decode()
-    assert 'id="metrics-provisional"' in html and "over the dialogues played to turn k" in html
-    assert "Batch in play: round 2 of 5 played, 3 of its dialogues still going (2 ended)" in html
-    assert "<td>5 of 10</td><td>5 of 10</td><td>0 of 10</td>" in html, "played to turn k"
-    assert "1/5 solved at turn 1" in html
-    figure = response.context["figure"]
-    assert figure["data"][0]["name"].endswith("(n=5, provisional)")
-    assert figure["data"][0]["x"] == [1, 2], "no point for turns no batch has reached"
-    assert [note["text"] for note in figure["layout"]["annotations"]][-1] == PROVISIONAL_NOTE
+    return Run.objects.get(pk=run.pk)
 
-    Run.objects.filter(pk=run.pk).update(
-        status=Run.Status.SUCCEEDED, batch_in_play=BatchInPlay(5, 0, 2, {1: 1, 2: 1}).to_json()
+
+def test_a_running_run_counts_its_finished_batches_for_every_turn(
+    two_batches: Run, researcher_client
+) -> None:  # type: ignore[no-untyped-def]
+    metrics = selectors.run_metrics(run=two_batches)
+    assert counts(metrics.accuracy_by_turn) == [(1, 2)] * 5, "the batch in play waits"
+    assert metrics.counted.stored_not_counted == 1
+    html = researcher_client.get(reverse("run_live", args=[two_batches.pk])).content.decode()
+    assert (
+        'id="metrics-partial"' in html and "2 of 10 dialogues (the batches that finished)" in html
     )
-    final = researcher_client.get(reverse("run_live", args=[run.pk]))
-    html = final.content.decode()
-    assert "provisional" not in html.lower() and "Batch in play" not in html
-    assert "1/2 solved at turn 1" in html
+    assert "1 dialogue of the batch in play ended early and is stored but not counted" in html
+    assert "Batch in play: turn 2 of 5 played, 3 of its dialogues still going (1 ended)" in html
+
+
+def test_the_first_batch_counts_for_the_turns_it_has_played(db: None, researcher_client) -> None:  # type: ignore[no-untyped-def]
+    task = TaskFactory()
+    run = make_run("first batch", task.task_set)
+    store(run, task.pk, 0, "a_first", [attempt("3", "3", True)])
+    batch = BatchInPlay(round=2, going=3, ended=1, solved_at={1: 1})
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.RUNNING, batch_in_play=batch.to_json(), progress_total=4
+    )
+    response = researcher_client.get(reverse("run_live", args=[run.pk]))
+    assert counts(response.context["metrics"].accuracy_by_turn) == [(1, 4), (1, 4)] + [None] * 3
+    html = response.content.decode()
+    assert "the 4 dialogues of the batch in play, through turn 2" in html
+    assert 'id="whole-dialogue-figures-later"' in html and 'id="metric-turns"' not in html
+    figure = response.context["figure"]
+    assert figure["data"][0]["name"].endswith("(n=4, partial)")
+    assert figure["data"][0]["x"] == [1, 2], "no point for turns the batch has not played"
+
+
+def test_a_cancelled_run_never_shows_a_curve_that_drops(db: None, researcher_client) -> None:  # type: ignore[no-untyped-def]
+    """The issue's case: cancelled with 32 dialogues of finished batches (none solved) and a
+    batch cut short at turn 4 whose 4 early solves were stored and 12 were still going. It read
+    2.1, 2.1, 6.3, 8.3 then 0.0% after turn 5; the runs table said "Turn T 0.0%"."""
+    task = TaskFactory()
+    run = make_run("cancelled", task.task_set)
+    for sample in range(32):
+        store(run, task.pk, sample, "b_same", [attempt("4", "4", False)])
+    for sample, turn in zip(range(32, 36), (1, 3, 3, 4), strict=True):
+        wrong = [
+            item for _ in range(turn - 1) for item in (attempt("4", "4", False), feedback("no"))
+        ]
+        turns = [*wrong, attempt("3", "3", True)]
+        store(run, task.pk, sample, "a_late", turns)
+    batch = BatchInPlay(round=4, going=12, ended=4, solved_at={1: 1, 3: 2, 4: 1})
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.CANCELLED, batch_in_play=batch.to_json(), progress_total=100
+    )
+    run.refresh_from_db()
+    metrics = selectors.run_metrics(run=run)
+    assert counts(metrics.accuracy_by_turn) == [(0, 32)] * 5
+    assert metrics.by_domain[0].accuracy.total == 32, "every figure over the same dialogues"
+    summary = selectors.run_summaries(runs=[run])[run.pk]
+    assert summary.final_accuracy == metrics.final_accuracy, "the runs table agrees"
+    html = researcher_client.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "32 of 100 dialogues" in html and "without their batch-mates" in html
+
+
+def test_once_the_run_has_succeeded_nothing_is_partial(two_batches: Run, researcher_client) -> None:  # type: ignore[no-untyped-def]
+    Run.objects.filter(pk=two_batches.pk).update(
+        status=Run.Status.SUCCEEDED, batch_in_play=BatchInPlay(5, 0, 1, {2: 1}).to_json()
+    )
+    response = researcher_client.get(reverse("run_live", args=[two_batches.pk]))
+    html = response.content.decode()
+    assert "partial" not in html.lower() and "Batch in play" not in html
+    assert counts(response.context["metrics"].accuracy_by_turn)[1] == (2, 3)

@@ -1,4 +1,4 @@
-"""Run metrics: the pure arithmetic against hand-computed values, then the database counts."""
+"""Run metrics counted in the database (the arithmetic: tests/webapp/metrics)."""
 
 from __future__ import annotations
 
@@ -15,112 +15,9 @@ from tests.transcript_builders import (
     store,
     store_sharded_pair,
 )
+from webapp.metrics.export import CSV_COLUMNS, metric_rows
 from webapp.runs import selectors
-from webapp.runs.metrics import (
-    CSV_COLUMNS,
-    TurnCounts,
-    accounting_rows,
-    csv_cells,
-    mean_from_histogram,
-    metric_rows,
-    pass_at_k,
-    pass_at_k_curve,
-    wilson_interval,
-)
 from webapp.runs.models import Run
-
-# --- Pure functions --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("successes", "total", "low", "high"),
-    [
-        # p = 1/4, z² = 3.8415: centre (0.25 + 0.4802)/1.9604 = 0.3725, margin 0.3269.
-        (1, 4, 0.0456, 0.6994),
-        # 0/10: the interval still has width (the normal one would be [0, 0]).
-        (0, 10, 0.0, 0.2775),
-        (10, 10, 0.7225, 1.0),
-        (50, 100, 0.4038, 0.5962),
-    ],
-)
-def test_wilson_interval_matches_hand_computed_values(successes, total, low, high) -> None:  # type: ignore[no-untyped-def]
-    interval = wilson_interval(successes, total)
-    assert interval.low == pytest.approx(low, abs=1e-4)
-    assert interval.high == pytest.approx(high, abs=1e-4)
-    assert interval.percent == pytest.approx(100 * successes / total)
-
-
-def test_wilson_interval_refuses_impossible_counts() -> None:
-    with pytest.raises(ValueError, match="successes must be between 0 and total"):
-        wilson_interval(5, 4)
-
-
-@pytest.mark.parametrize(
-    ("n", "c", "k", "expected"),
-    [
-        (5, 2, 2, 1 - 3 / 10),  # 1 - C(3,2)/C(5,2)
-        (4, 1, 1, 0.25),  # pass@1 is the plain solve rate c/n
-        (4, 1, 2, 1 - 3 / 6),  # 1 - C(3,2)/C(4,2)
-        (4, 1, 4, 1.0),  # drawing every sample always includes the solved one
-        (3, 0, 2, 0.0),
-        (8, 8, 3, 1.0),
-    ],
-)
-def test_pass_at_k_is_the_unbiased_estimator(n: int, c: int, k: int, expected: float) -> None:
-    assert pass_at_k(n, c, k) == pytest.approx(expected)
-
-
-def test_pass_at_k_refuses_k_beyond_the_samples() -> None:
-    with pytest.raises(ValueError, match="need 1 <= k <= n"):
-        pass_at_k(2, 1, 3)
-    with pytest.raises(ValueError, match="need 0 <= c <= n"):
-        pass_at_k(2, 3, 1)
-
-
-def test_pass_at_k_curve_averages_over_tasks_with_enough_samples() -> None:
-    # Three tasks: 2 samples 1 solved, 2 samples none solved, 1 sample solved (run in progress).
-    curve = pass_at_k_curve({(2, 1): 1, (2, 0): 1, (1, 1): 1})
-    assert [point.k for point in curve] == [1, 2]
-    assert curve[0].value == pytest.approx((0.5 + 0.0 + 1.0) / 3)
-    assert curve[0].tasks == 3
-    assert curve[1].value == pytest.approx((1.0 + 0.0) / 2)
-    assert curve[1].tasks == 2
-    assert pass_at_k_curve({}) == []
-
-
-def test_mean_from_histogram_with_a_normal_interval() -> None:
-    # Values 1, 1, 3, 3: mean 2, sample variance 4/3, standard error sqrt(1/3).
-    estimate = mean_from_histogram({1: 2, 3: 2})
-    assert estimate.mean == 2 and estimate.count == 4
-    assert estimate.low == pytest.approx(2 - 1.959964 * (1 / 3) ** 0.5, abs=1e-5)
-    assert estimate.high == pytest.approx(2 + 1.959964 * (1 / 3) ** 0.5, abs=1e-5)
-    single = mean_from_histogram({2: 1})
-    assert (single.mean, single.count, single.low) == (2, 1, None)
-    assert mean_from_histogram({}).mean is None
-
-
-def test_accounting_prefers_the_workers_record_and_falls_back_to_stored_turns() -> None:
-    counts = TurnCounts(student_turns=7, teacher_turns=4, student_prompt_tokens=70,
-                        teacher_prompt_tokens=40, student_completion_tokens=14,
-                        teacher_completion_tokens=8)  # fmt: skip
-    live, recorded = accounting_rows({}, counts, elapsed_seconds=12.34)
-    assert not recorded
-    assert [(row.label, row.value) for row in live] == [
-        ("student generations", 7), ("teacher calls", 4), ("prompt tokens", 110),
-        ("completion tokens", 22), ("wall time", 12.3),
-    ]  # fmt: skip
-    worker = {"student_generations": 9, "teacher_calls": 5, "prompt_tokens": 1,
-              "completion_tokens": 2, "wall_seconds": 3.0}  # fmt: skip
-    final, recorded = accounting_rows(worker, counts, elapsed_seconds=99.0)
-    assert recorded
-    assert [row.value for row in final] == [9, 5, 1, 2, 3.0]
-
-
-def test_csv_cells_leave_missing_values_empty() -> None:
-    cells = csv_cells({"metric": "pass_at_k", "k": 2, "value": 0.123456789, "n": 3})
-    assert cells == ["pass_at_k", "2", "", "0.123457", "", "", "", "3"]
-    assert len(CSV_COLUMNS) == len(cells)
-
 
 # --- Counting in the database ------------------------------------------------------------------
 
@@ -138,8 +35,8 @@ def test_run_metrics_of_the_corpus_run(corpus: dict[str, Any]) -> None:
     # Turns to solve 1 and 3: mean 2, sample variance 2, standard error 1.
     assert metrics.turns_to_solve.mean == 2 and metrics.turns_to_solve.count == 2
     assert metrics.turns_to_solve.low == pytest.approx(2 - 1.959964, abs=1e-5)
-    # task one: 2 samples both solved; task two: 1 sample unsolved.
-    assert [(p.k, p.value, p.tasks) for p in metrics.pass_at_k] == [(1, 0.5, 2), (2, 1.0, 1)]
+    # One sample per task asked for; task one: 2 samples both solved, task two: 1 unsolved.
+    assert [(p.k, p.value, p.tasks) for p in metrics.pass_at_k] == [(1, 0.5, 2)]
     counts = metrics.turn_counts
     assert (counts.student_turns, counts.attempts, counts.questions) == (6, 5, 1)
     assert (counts.teacher_turns, counts.leaks) == (3, 1)

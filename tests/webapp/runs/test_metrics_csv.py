@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from tests.factories import TaskSetFactory
 from tests.transcript_builders import make_run
-from webapp.runs.metrics import CSV_COLUMNS
+from webapp.metrics.export import CSV_COLUMNS
 from webapp.runs.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -44,8 +44,13 @@ def test_csv_holds_accuracy_by_turn_and_the_other_metrics(researcher_client, cor
     assert float(third["high"]) == pytest.approx(0.9385, abs=1e-4)
     assert find(rows, "single_turn_accuracy", k="1")[0]["successes"] == "1"
     assert [(r["k"], r["value"], r["n"], r["low"]) for r in find(rows, "pass_at_k")] == [
-        ("1", "0.5", "2", ""), ("2", "1.0", "1", ""),
-    ]  # fmt: skip
+        ("1", "0.5", "2", ""),
+    ], "one sample per task asked for"
+    assert find(rows, "partial")[0]["value"] == "1", "the corpus runs are queued"
+    assert (
+        find(rows, "counted_dialogues")[0]["value"],
+        find(rows, "counted_dialogues")[0]["n"],
+    ) == ("3", "3")
     [turns] = find(rows, "mean_turns_to_solve")
     assert (turns["value"], turns["n"]) == ("2.0", "2")
     [leak] = find(rows, "leak_rate")
@@ -62,9 +67,9 @@ def test_csv_holds_accuracy_by_turn_and_the_other_metrics(researcher_client, cor
 def test_csv_of_a_run_without_dialogues_has_empty_values(researcher_client) -> None:  # type: ignore[no-untyped-def]
     rows = download(researcher_client, make_run("empty", TaskSetFactory()))
     by_turn = find(rows, "accuracy_after_turn")
-    assert len(by_turn) == 5 and all(r["value"] == "" and r["n"] == "0" for r in by_turn)
-    assert not find(rows, "pass_at_k")
-    assert find(rows, "mean_turns_to_solve")[0]["value"] == ""
+    assert len(by_turn) == 5 and all(r["value"] == "" and r["n"] == "" for r in by_turn)
+    assert find(rows, "counted_dialogues")[0]["value"] == "0"
+    assert not find(rows, "pass_at_k") and not find(rows, "mean_turns_to_solve")
 
 
 def test_the_run_page_links_to_its_csv(researcher_client, corpus) -> None:  # type: ignore[no-untyped-def]

@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TaskSetFactory
 from tests.transcript_builders import attempt, store
+from webapp.metrics.figures import PassAtK
 from webapp.runs.charts import pass_at_k_figure
-from webapp.runs.metrics import PassAtK
 from webapp.runs.models import Run
 from webapp.runs.services import evaluation_config
 

@@ -7,8 +7,8 @@ import pytest
 
 from tests.factories import TaskFactory
 from tests.transcript_builders import attempt, feedback, make_run, store, turn
+from webapp.metrics.export import csv_cells, metric_rows
 from webapp.runs import selectors
-from webapp.runs.metrics import csv_cells, metric_rows
 
 pytestmark = pytest.mark.django_db
 

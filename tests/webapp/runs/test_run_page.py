@@ -101,9 +101,9 @@ def test_other_runs_on_the_task_set_overlay_the_chart(researcher_client, corpus)
     query = f"?compare={run_b.pk}&compare={elsewhere.pk}&compare=nonsense"
     compared = page(researcher_client, run_a, query)
     traces = compared.context["figure"]["data"]
-    # The corpus runs have not succeeded (they are queued), so their curves say provisional.
+    # The corpus runs have not succeeded (they are queued), so their curves say partial.
     assert [trace["name"] for trace in traces] == [
-        f"#{run_a.pk} run A (n=3, provisional)", f"#{run_b.pk} run B (n=2, provisional)",
+        f"#{run_a.pk} run A (n=3, partial)", f"#{run_b.pk} run B (n=2, partial)",
     ]  # fmt: skip
     # run B: b_same unsolved, b_solved at turn 2.
     assert traces[1]["y"] == [0.0, 0.5, 0.5, 0.5, 0.5]

@@ -143,7 +143,7 @@ class Command(BaseCommand):
             f"\nAccuracy after turn k on held-out tasks, seeds {sorted(per_seed)} pooled, "
             "95% Wilson intervals:"
         )
-        for line in miniature_report.table_lines(curves):
+        for line in miniature_report.table_lines(per_seed, curves):
             self.stdout.write(line)
         if figure:
             title = f"Held-out accuracy after turn k, seeds {sorted(per_seed)} pooled (95% CI)"
@@ -151,6 +151,6 @@ class Command(BaseCommand):
             Path(figure).write_text(svg, encoding="utf-8")
             self.stdout.write(f"Figure: {figure}")
         if "online" in curves:
-            online = miniature_report.gains(curves, "online")
+            online = miniature_report.gains(per_seed, "online", turns)
             self.stdout.write(f"gain_turn_1: {online[0].points:.1f}")
             self.stdout.write(f"gain_turn_{turns}: {online[-1].points:.1f}")

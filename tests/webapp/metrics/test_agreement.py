@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from webapp.annotations.agreement import (
+from webapp.metrics.agreement import (
     Coincidences,
     Estimate,
     Metric,
