@@ -29,6 +29,7 @@ from django.db import transaction
 from models_gpu.backends import load_generator
 from models_gpu.engine import EngineStats, run_dialogues
 from models_gpu.results import dialogue_row, parked_row, turn_record
+from models_gpu.spec.reports import Accounting
 from models_gpu.spec.results import DialogueRow, TurnRow
 from models_gpu.spec.run import FINGERPRINT_FIELDS, RoleSpec, RunConfig, task_fingerprint
 from models_gpu.types import (
@@ -207,18 +208,18 @@ class CancelWatch:
         return self.cancelled
 
 
-def accounting(stats: EngineStats) -> dict[str, float]:
-    return {
-        "dialogues": stats.dialogues_finished,
-        "student_generations": stats.student_generations,
-        "teacher_calls": stats.teacher_calls,
-        "user_simulator_calls": stats.user_simulator_calls,
-        "judge_calls": stats.judge_calls,
-        "person_turns": stats.person_turns,
-        "prompt_tokens": stats.prompt_tokens,
-        "completion_tokens": stats.completion_tokens,
-        "wall_seconds": round(stats.wall_seconds, 3),
-    }
+def accounting(stats: EngineStats) -> Accounting:
+    return Accounting(
+        dialogues=stats.dialogues_finished,
+        student_generations=stats.student_generations,
+        teacher_calls=stats.teacher_calls,
+        user_simulator_calls=stats.user_simulator_calls,
+        judge_calls=stats.judge_calls,
+        person_turns=stats.person_turns,
+        prompt_tokens=stats.prompt_tokens,
+        completion_tokens=stats.completion_tokens,
+        wall_seconds=round(stats.wall_seconds, 3),
+    )
 
 
 def load_role_generators(specs: Mapping[str, RoleSpec | None]) -> dict[str, Generator | None]:
@@ -279,7 +280,7 @@ def _play(run_id: int) -> None:
         jobs = pending_jobs(run_id, config)
         if not jobs:  # a worker died between storing the last dialogue and closing the run, or
             # woke for an answer another job has played
-            people_services.run_rest(run_id=run_id, accounting={})
+            people_services.run_rest(run_id=run_id, accounting=Accounting())
             return
         if run.attempts > 1:
             logger.info(

@@ -31,6 +31,16 @@ from typing import Any
 from django.conf import settings
 from django.http import QueryDict
 
+from models_gpu.spec.reports import (
+    PRIMING_PREFIX,
+    Accounting,
+    PreviewExample,
+    PreviewResult,
+    PreviewSegment,
+    StepReport,
+    TrainResult,
+    report_from_json,
+)
 from models_gpu.spec.results import DialogueRow
 from models_gpu.spec.training_run import NOTHING_TO_TRAIN, DatasetRef, TrainingRunConfig
 from models_gpu.training.launch import OnlineTrainingJob, TrainingJob, job_to_json, task_to_json
@@ -46,22 +56,6 @@ from workers.evaluation import CancelWatch, dialogue_jobs, execute_claimed, run_
 
 logger = logging.getLogger(__name__)
 
-# The curves a training run draws, from the trainer's log entries (online training's steps add
-# their rollouts' figures, ``models_gpu.training.online``).
-CURVES = (
-    "loss",
-    "learning_rate",
-    "grad_norm",
-    "tokens_per_second",
-    "reward",
-    "solved",
-    "zero_variance_groups",
-    "student_tokens",
-    "question_rate",
-    "kl",
-    "rollout_seconds",
-    "update_seconds",
-)
 READ_BLOCK = 1 << 20
 POLL_SECONDS = 0.5  # how often the worker reads the training's progress and its cancel
 JOB_LOG = "job.log"  # the training processes' output, in the run's output directory
@@ -130,27 +124,13 @@ class ProgressReader:
             self.record(entry)
 
     def record(self, entry: Mapping[str, Any]) -> None:
-        step = int(entry["step"])
-        values = {self.curves + name: v for name, v in metric_values(entry).items()}
-        if values:
-            services.metric_points_record(run_id=self.run_id, step=step, values=values)
-        if entry.get("kind") != "heldout":
+        report = report_from_json(entry)
+        values = {self.curves + name: value for name, value in report.curves().items()}
+        services.metric_points_record(run_id=self.run_id, step=report.step, values=values)
+        if isinstance(report, StepReport):
             services.training_progress(
-                run_id=self.run_id, step=step, total_steps=int(entry.get("total_steps") or 0)
+                run_id=self.run_id, step=report.step, total_steps=report.total_steps
             )
-
-
-def metric_values(entry: Mapping[str, Any]) -> dict[str, float]:
-    """The curve points in a log entry: a held-out evaluation's accuracy after turn k
-    ("heldout_turn_k"), or a step's curves, with its rollouts' accuracy after turn k
-    ("rollout_turn_k")."""
-    if entry.get("kind") == "heldout":
-        accuracy = entry["accuracy_after_turn"]
-        return {f"heldout_turn_{k}": float(value) for k, value in enumerate(accuracy, start=1)}
-    values = {name: float(entry[name]) for name in CURVES if entry.get(name) is not None}
-    for k, value in enumerate(entry.get("accuracy_after_turn") or (), start=1):
-        values[f"rollout_turn_{k}"] = float(value)
-    return values
 
 
 class TrainingProcessFailed(Exception):
@@ -159,9 +139,9 @@ class TrainingProcessFailed(Exception):
 
 def run_training_job(
     job: TrainingJob | OnlineTrainingJob, progress: ProgressReader, watch: CancelWatch
-) -> Any:
+) -> TrainResult:
     """Run ``job`` in its own process(es) (``models_gpu.training.launch``), recording its
-    progress and passing on a cancel; its ``TrainResult`` as plain data."""
+    progress and passing on a cancel; how it ended."""
     from models_gpu.training.launch import launch_command, processes_for
 
     out = Path(job.output_dir)
@@ -191,7 +171,7 @@ def run_training_job(
     progress.read_new()
     if process.returncode != 0 or not job.result_path.exists():
         raise TrainingProcessFailed(_failure(out / JOB_LOG, process.returncode))
-    return json.loads(job.result_path.read_text(encoding="utf-8"))
+    return TrainResult.from_json(json.loads(job.result_path.read_text(encoding="utf-8")))
 
 
 def _die_with_parent() -> None:
@@ -268,7 +248,8 @@ def _train(run_id: int) -> None:
             runs.run_finish(run_id=run_id, status=Run.Status.CANCELLED)
             return
         result, primed = stages
-        trained = services.trained_model_register(run_id=run_id, location=result["final_dir"])
+        assert result.final_dir is not None, "a stage that was not stopped made its model"
+        trained = services.trained_model_register(run_id=run_id, location=result.final_dir)
         services.evaluations_launch(run_id=run_id, trained=trained)
     except DATABASE_LOST:
         raise  # not the run's fault: the task resumes it (workers.recovery)
@@ -277,20 +258,28 @@ def _train(run_id: int) -> None:
         summary = "".join(traceback.format_exception_only(error)).strip()
         runs.run_finish(run_id=run_id, status=Run.Status.FAILED, error=summary)
         return
-    accounting = {"optimizer_steps": result["global_step"], "wall_seconds": result["wall_seconds"]}
-    if not config.is_online:
-        accounting["examples"] = result["dataset"]["examples"]
-        accounting["trained_tokens_per_epoch"] = result["dataset"]["trained_tokens"]
-    if primed is not None:
-        accounting["priming_steps"] = primed["global_step"]
-        accounting["priming_examples"] = primed["dataset"]["examples"]
-        accounting["wall_seconds"] += primed["wall_seconds"]
-    runs.run_finish(run_id=run_id, status=Run.Status.SUCCEEDED, accounting=accounting)
+    runs.run_finish(
+        run_id=run_id, status=Run.Status.SUCCEEDED, accounting=training_accounting(result, primed)
+    )
+
+
+def training_accounting(result: TrainResult, primed: TrainResult | None) -> Accounting:
+    """What a training run spent: its optimizer steps and wall time (the priming stage's
+    added), and the examples it trained on."""
+    dataset, priming = result.dataset, primed.dataset if primed else None
+    return Accounting(
+        optimizer_steps=result.global_step,
+        examples=dataset.examples if dataset else None,
+        trained_tokens_per_epoch=dataset.trained_tokens if dataset else None,
+        priming_steps=primed.global_step if primed else None,
+        priming_examples=priming.examples if priming else None,
+        wall_seconds=result.wall_seconds + (primed.wall_seconds if primed else 0.0),
+    )
 
 
 def _train_stages(
     run_id: int, config: TrainingRunConfig, out: Path, watch: CancelWatch
-) -> tuple[Any, Any] | None:
+) -> tuple[TrainResult, TrainResult | None] | None:
     """Train the run's priming stage, if it has one, then its own training from the model the
     priming made; (the training's result, the priming's or None), or None when cancelled."""
     base_model, primed = config.base.location, None
@@ -299,12 +288,13 @@ def _train_stages(
         primed = _run_stage(
             run_id,
             job,
-            ProgressReader(run_id, job.progress_path, curves=services.PRIMING_CURVES),
+            ProgressReader(run_id, job.progress_path, curves=PRIMING_PREFIX),
             watch,
         )
         if primed is None:
             return None
-        base_model = primed["final_dir"]
+        assert primed.final_dir is not None, "a finished priming stage made its model"
+        base_model = primed.final_dir
     if config.is_online:
         online = online_job(config, out, base_model)
         reader = ProgressReader(run_id, online.progress_path, online.rollouts_path)
@@ -317,12 +307,12 @@ def _train_stages(
 
 def _run_stage(
     run_id: int, job: TrainingJob | OnlineTrainingJob, reader: ProgressReader, watch: CancelWatch
-) -> Any:
+) -> TrainResult | None:
     """Run one stage of the run's training; its result, or None when it stopped on a cancel."""
     result = run_training_job(job, reader, watch)
-    if result["resumed_from"]:
-        logger.info("run %s: resumed from %s", run_id, result["resumed_from"])
-    return None if result["stopped"] else result
+    if result.resumed_from:
+        logger.info("run %s: resumed from %s", run_id, result.resumed_from)
+    return None if result.stopped else result
 
 
 # A preview tokenizes this many dialogues of the selection (the first by id) and scales its
@@ -361,23 +351,23 @@ def build_preview(preview_id: int) -> None:
     for method in METHODS:
         try:
             example = encode_for_config(tokenizer, sample[0], replace(config, method=method))
-            segments = [
-                {"text": text, "trained": trained}
+            segments = tuple(
+                PreviewSegment(text, trained)
                 for text, trained in render_preview(tokenizer, example)
-            ]
-            examples.append({"method": method, "segments": segments, "error": ""})
+            )
+            examples.append(PreviewExample(method, segments))
         except ChatTemplateError as error:
-            examples.append({"method": method, "segments": [], "error": str(error)})
+            examples.append(PreviewExample(method, error=str(error)))
     scale = total / len(sample)
-    result = {
-        "dialogues": total,
-        "sampled": len(sample),
-        "tokens": round(scale * sum(len(e.input_ids) for e in encoded)),
-        "trained_tokens": round(scale * sum(e.trained_tokens for e in encoded)),
-        "truncated": sum(e.truncated for e in encoded),
-        "nothing_to_train": sum(not e.trained_tokens for e in encoded),
-        "longest": max(len(e.input_ids) for e in encoded),
-        "example_dialogue": sample[0].dialogue_id,
-        "examples": examples,
-    }
+    result = PreviewResult(
+        dialogues=total,
+        sampled=len(sample),
+        tokens=round(scale * sum(len(e.input_ids) for e in encoded)),
+        trained_tokens=round(scale * sum(e.trained_tokens for e in encoded)),
+        truncated=sum(e.truncated for e in encoded),
+        nothing_to_train=sum(not e.trained_tokens for e in encoded),
+        longest=max(len(e.input_ids) for e in encoded),
+        example_dialogue=sample[0].dialogue_id,
+        examples=tuple(examples),
+    )
     services.preview_record(preview_id=preview_id, result=result)

@@ -7,6 +7,7 @@
 Importing this package loads no torch: ``train`` imports it when called.
 """
 
+from models_gpu.spec.reports import DatasetStats, TrainResult
 from models_gpu.training.encode import (
     IGNORE_INDEX,
     ChatTemplateError,
@@ -16,7 +17,7 @@ from models_gpu.training.encode import (
     render_preview,
 )
 from models_gpu.training.qpriming import QuestionRequest, QuestionWriter, prime_dialogue
-from models_gpu.training.trainer import DatasetStats, TrainResult, train
+from models_gpu.training.trainer import train
 
 __all__ = [
     "IGNORE_INDEX",

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from models_gpu.spec.online import OnlineConfig
+from models_gpu.spec.reports import Report
 from models_gpu.spec.run import RoleSpec, RunConfig
 from models_gpu.spec.training import TrainingConfig
 from models_gpu.training.qpriming import QuestionRequest, model_writer, template_writer
@@ -193,6 +194,17 @@ def launch_command(job_file: str | Path, processes: int) -> list[str]:
     return [sys.executable, *launcher, "--num_processes", str(processes), *module]
 
 
+def reporter(path: Path) -> Callable[[Report], None]:
+    """``on_log`` for a training process: each report appended to ``path`` as a JSON line
+    (``spec.reports.report_from_json`` reads it back)."""
+
+    def report(entry: Report) -> None:
+        with path.open("a", encoding="utf-8") as progress:
+            progress.write(json.dumps(entry.to_json()) + "\n")
+
+    return report
+
+
 def run(job: TrainingJob) -> None:
     """Train as the job says, reporting to its files (what each launched process runs)."""
     from accelerate import PartialState
@@ -205,24 +217,20 @@ def run(job: TrainingJob) -> None:
             for line in snapshot:
                 yield TrainingDialogue.from_json(json.loads(line))
 
-    def report(entry: Mapping[str, Any]) -> None:
-        with job.progress_path.open("a", encoding="utf-8") as progress:
-            progress.write(json.dumps(dict(entry)) + "\n")
-
     job.stop_path.unlink(missing_ok=True)  # a stop asked of an earlier attempt is not this one's
     result = train(
         job.config,
         base_model=job.base_model,
         examples=dialogues,
         output_dir=job.output_dir,
-        on_log=report,
+        on_log=reporter(job.progress_path),
         should_stop=job.stop_path.exists,
         write_question=(
             LoadedQuestionWriter(job.question_writer, job.config) if job.question_writer else None
         ),
     )
     if PartialState().is_main_process:
-        job.result_path.write_text(json.dumps(asdict(result), indent=2) + "\n", encoding="utf-8")
+        job.result_path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
 
 
 def run_online(job: OnlineTrainingJob) -> None:
@@ -232,10 +240,6 @@ def run_online(job: OnlineTrainingJob) -> None:
     from models_gpu.backends import load_generator
     from models_gpu.results import dialogue_row
     from models_gpu.training.online import train_online
-
-    def report(entry: Mapping[str, Any]) -> None:
-        with job.progress_path.open("a", encoding="utf-8") as progress:
-            progress.write(json.dumps(dict(entry)) + "\n")
 
     def store(step: int, results: Sequence[Any]) -> None:
         # A rollout's sample index is its place in its step: numbered on across steps, so that
@@ -269,12 +273,12 @@ def run_online(job: OnlineTrainingJob) -> None:
         heldout_protocol=heldout_protocol,
         heldout_teacher=heldout_teacher,
         heldout_params=_student_params(evaluation) if evaluation else None,
-        on_log=report,
+        on_log=reporter(job.progress_path),
         on_rollouts=store,
         should_stop=job.stop_path.exists,
     )
     if PartialState().is_main_process:
-        job.result_path.write_text(json.dumps(asdict(result), indent=2) + "\n", encoding="utf-8")
+        job.result_path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
 
 
 def _student_params(config: RunConfig) -> dict[str, Any]:

@@ -16,15 +16,16 @@ Seeds: dialogue i of step s samples with ``rollout_seed(seed, s, i)``, and the t
 epoch e is drawn from seed + e (``EpochSeededSampler``), so a run resumed from a checkpoint plays
 the steps after it as an uninterrupted run would (given the same weights), in any epoch.
 
-Reports (``on_log``), one entry per logged step (``logging_steps``) from the main process: the
-step, TRL's loss, learning rate, grad norm (and KL when beta > 0), and of that step's dialogues
-the mean reward, solved rate, accuracy after turn k (k = 1..horizon), the share of groups whose
-rewards are all equal (they teach nothing: zero advantage), student tokens per dialogue,
-question rate, and the time spent playing (``rollout_seconds``: generation, verification,
-rewards and the token layout) and updating (``update_seconds``: TRL's forward, backward and
-optimizer step). Held-out evaluations (every ``eval_every`` steps, before the first step and at
-the end) report ``{"kind": "heldout", "step", "accuracy_after_turn", "dialogues"}``.
-``on_rollouts(step, results)`` receives the stored share of every step's dialogues.
+Reports (``on_log``, records of ``spec.reports``), one ``StepReport`` per logged step
+(``logging_steps``) from the main process: the step, TRL's loss, learning rate, grad norm (and
+KL when beta > 0), and that step's ``RolloutFigures``: the mean reward, how many dialogues were
+solved by turn k (k = 1..horizon), how many groups had rewards all equal (they teach nothing:
+zero advantage), the student's tokens and questions, and the time spent playing
+(``rollout_seconds``: generation, verification, rewards and the token layout) and updating
+(``update_seconds``: TRL's forward, backward and optimizer step). Held-out evaluations (every
+``eval_every`` steps, before the first step and at the end) report a ``HeldOutReport``: how
+many of the held-out dialogues were solved by turn k. ``on_rollouts(step, results)`` receives
+the stored share of every step's dialogues.
 
 Output directory, resume, cancel, device and precision: as ``trainer.train`` (its module
 docstring); the job identity in training_job.json covers both configurations, the protocol and
@@ -40,7 +41,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,13 @@ from models_gpu.conversation import student_view
 from models_gpu.engine import run_dialogues
 from models_gpu.spec.online import OnlineConfig, dialogue_reward
 from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.reports import (
+    HeldOutReport,
+    RolloutFigures,
+    SolvedByTurn,
+    StepReport,
+    TrainResult,
+)
 from models_gpu.spec.templates import render_for_dialogue, resolve_templates
 from models_gpu.spec.training import TrainingConfig, TrainingConfigError
 from models_gpu.training.rollouts import rollout_tokens
@@ -72,22 +80,6 @@ from models_gpu.types import DialogueJob, DialogueResult, Generator, TaskSpec
 RolloutCallback = Callable[[int, list[DialogueResult]], None]
 
 
-@dataclass(frozen=True)
-class OnlineResult:
-    """How a ``train_online`` call ended (fields as ``trainer.TrainResult``'s), with the mean
-    reward of every step and every held-out evaluation's accuracy after turn k."""
-
-    final_dir: str | None
-    stopped: bool
-    resumed_from: str | None
-    global_step: int
-    total_steps: int
-    epoch: float
-    reward_history: tuple[tuple[int, float], ...]
-    heldout_history: tuple[tuple[int, tuple[float, ...]], ...]
-    wall_seconds: float
-
-
 def rollout_seed(seed: int, step: int | str, position: int) -> int:
     """The seed of dialogue ``position`` of step ``step`` (stable across processes)."""
     digest = hashlib.blake2b(f"{seed}:rollout:{step}:{position}".encode(), digest_size=4)
@@ -100,47 +92,42 @@ def play(
     protocol: ProtocolSpec,
     teacher: Generator | None,
 ) -> list[DialogueResult]:
-    """Every job played to its end, all together; results in the order of ``jobs``."""
-    results: dict[int, DialogueResult] = {}
+    """Every job played to its end, all together; results in the order of ``jobs``, which must
+    each be a different (task, sample)."""
+    keys = [(job.task.task_id, job.sample_index) for job in jobs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("each job must be a different (task, sample): their results would mix")
+    results: dict[tuple[int, int], DialogueResult] = {}
 
     def keep(finished: list[DialogueResult]) -> None:
-        results.update((result.sample_index, result) for result in finished)
+        results.update(((result.task_id, result.sample_index), result) for result in finished)
 
     run_dialogues(
         jobs, protocol, student=student, teacher=teacher, on_finished=keep, batch_size=len(jobs)
     )
-    return [results[job.sample_index] for job in jobs]
+    return [results[key] for key in keys]
 
 
-def accuracy_after_turns(results: Sequence[DialogueResult], turns: int) -> tuple[float, ...]:
-    """Share of ``results`` solved by turn k, for k = 1..turns (every dialogue here ended)."""
-    if not results:
-        return tuple(0.0 for _ in range(turns))
-    return tuple(
-        sum(r.first_correct_turn is not None and r.first_correct_turn <= k for r in results)
-        / len(results)
-        for k in range(1, turns + 1)
-    )
-
-
-def rollout_metrics(
-    results: Sequence[DialogueResult], rewards: Sequence[float], group_size: int, horizon: int
-) -> dict[str, Any]:
+def rollout_figures(
+    results: Sequence[DialogueResult],
+    rewards: Sequence[float],
+    group_size: int,
+    horizon: int,
+    rollout_seconds: float,
+) -> RolloutFigures:
     """What a step's dialogues say (see the module docstring)."""
     groups = [rewards[i : i + group_size] for i in range(0, len(rewards), group_size)]
     student_turns = [t for r in results for t in r.turns if t.role == "student"]
-    return {
-        "reward": sum(rewards) / len(rewards),
-        "solved": sum(r.solved for r in results) / len(results),
-        "accuracy_after_turn": list(accuracy_after_turns(results, horizon)),
-        "zero_variance_groups": sum(max(g) == min(g) for g in groups) / len(groups),
-        "student_tokens": sum(len(t.token_ids) for t in student_turns) / len(results),
-        "question_rate": (
-            sum(t.kind == "question" for t in student_turns) / len(student_turns)
-            if student_turns
-            else 0.0
-        ),
-    }
+    return RolloutFigures(
+        solved=SolvedByTurn.of((r.first_correct_turn for r in results), horizon),
+        mean_reward=sum(rewards) / len(rewards),
+        groups=len(groups),
+        zero_variance_groups=sum(max(g) == min(g) for g in groups),
+        student_tokens=sum(len(t.token_ids) for t in student_turns),
+        student_turns=len(student_turns),
+        questions=sum(t.kind == "question" for t in student_turns),
+        rollout_seconds=rollout_seconds,
+    )
 
 
 @contextmanager
@@ -189,7 +176,7 @@ class Rollouts:
         self.training = training
         self.tokenizer = tokenizer
         self.on_rollouts = on_rollouts
-        self.metrics: dict[str, Any] = {}
+        self.figures: RolloutFigures | None = None  # the last step's
         self.finished_at = time.perf_counter()
 
     def policy_params(self) -> dict[str, Any]:
@@ -215,10 +202,13 @@ class Rollouts:
         rewards = [dialogue_reward(r.first_correct_turn, self.online.gamma) for r in results]
         laid_out = [self.tokens(result) for result in results]
         self.finished_at = time.perf_counter()
-        self.metrics = {
-            **rollout_metrics(results, rewards, self.online.group_size, self.online.horizon),
-            "rollout_seconds": self.finished_at - started,
-        }
+        self.figures = rollout_figures(
+            results,
+            rewards,
+            self.online.group_size,
+            self.online.horizon,
+            rollout_seconds=self.finished_at - started,
+        )
         if self.on_rollouts is not None and trainer.accelerator.is_main_process:
             self.on_rollouts(step, self.stored_share(results, step))
         return {
@@ -309,7 +299,7 @@ def train_online(
     on_log: LogCallback | None = None,
     on_rollouts: RolloutCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
-) -> OnlineResult:
+) -> TrainResult:
     """Train the checkpoint in ``base_model`` by online GRPO on ``tasks`` (see the module
     docstring). ``heldout`` jobs are played under ``heldout_protocol`` (default: ``protocol``)
     against ``heldout_teacher`` (default: ``teacher``) by the policy with ``heldout_params``
@@ -342,9 +332,9 @@ def train_online(
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
     with processes.main_process_first():
         claim_output(out, config=identity, config_hash=digest, base_model=str(base_model))
-    stored = finished_summary(out)
+    stored = finished_summary(out, started)
     if stored is not None:
-        return _result(stored, started)
+        return stored
 
     device, bf16 = training_device(training)
     tokenizer = load_tokenizer(base_model)
@@ -386,17 +376,16 @@ def train_online(
     stopped = bool(stopper.stopped) and state.global_step < state.max_steps
     if not stopped:
         evaluation.run(trainer, state.global_step)
-    rewards = logged(state, "reward")
-    result = OnlineResult(
+    result = TrainResult(
         final_dir=None,
         stopped=stopped,
         resumed_from=str(resume) if resume else None,
         global_step=state.global_step,
         total_steps=state.max_steps,
         epoch=float(state.epoch or 0.0),
-        reward_history=rewards,
-        heldout_history=tuple(evaluation.history),
         wall_seconds=0.0,
+        reward_history=logged(state, "reward"),
+        heldout=tuple(evaluation.history),
     )
     if not stopped:
         final = out / FINAL_DIR
@@ -407,25 +396,11 @@ def train_online(
                 "base_model": str(base_model),
                 "config": identity,
                 "config_hash": digest,
-                "result": asdict(result),
+                "result": result.to_json(),
             }
             save_final(trainer, tokenizer, out, summary=summary, lora=lora)
         processes.wait_for_everyone()
     return replace(result, wall_seconds=round(time.perf_counter() - started, 3))
-
-
-def _result(stored: Mapping[str, Any], started: float) -> OnlineResult:
-    return OnlineResult(
-        **{
-            **stored,
-            "reward_history": tuple((int(s), float(r)) for s, r in stored["reward_history"]),
-            "heldout_history": tuple(
-                (int(s), tuple(float(a) for a in accuracy))
-                for s, accuracy in stored["heldout_history"]
-            ),
-            "wall_seconds": round(time.perf_counter() - started, 3),
-        }
-    )
 
 
 def _grpo_arguments(
@@ -461,7 +436,8 @@ def _grpo_arguments(
 
 
 class _HeldOut:
-    """The held-out evaluation: the policy, as it is, plays ``jobs``; accuracy after turn k."""
+    """The held-out evaluation: the policy, as it is, plays ``jobs``; how many were solved by
+    turn k (the web side computes the accuracy and its interval from the counts)."""
 
     def __init__(
         self,
@@ -479,24 +455,18 @@ class _HeldOut:
         self.tokenizer = tokenizer
         self.params = params
         self.on_log = on_log
-        self.history: list[tuple[int, tuple[float, ...]]] = []
+        self.history: list[HeldOutReport] = []
 
     def run(self, trainer: Any, step: int) -> None:
-        if not self.jobs or any(done == step for done, _ in self.history):
+        if not self.jobs or any(done.step == step for done in self.history):
             return
         with policy(trainer, self.tokenizer, self.params) as student:
             results = play(student, self.jobs, self.protocol, self.teacher)
-        accuracy = accuracy_after_turns(results, self.protocol.max_turns)
-        self.history.append((step, accuracy))
+        solved = SolvedByTurn.of((r.first_correct_turn for r in results), self.protocol.max_turns)
+        report = HeldOutReport(step, solved)
+        self.history.append(report)
         if self.on_log is not None and trainer.accelerator.is_main_process:
-            self.on_log(
-                {
-                    "kind": "heldout",
-                    "step": step,
-                    "accuracy_after_turn": list(accuracy),
-                    "dialogues": len(results),
-                }
-            )
+            self.on_log(report)
 
 
 def _progress_callback(
@@ -515,7 +485,9 @@ def _progress_callback(
                 evaluation.run(self.trainer, 0)
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            rollouts.metrics["update_seconds"] = time.perf_counter() - rollouts.finished_at
+            if rollouts.figures is not None:
+                update_seconds = time.perf_counter() - rollouts.finished_at
+                rollouts.figures = replace(rollouts.figures, update_seconds=update_seconds)
             if online.eval_every and state.global_step % online.eval_every == 0:
                 evaluation.run(self.trainer, state.global_step)
 
@@ -526,17 +498,16 @@ def _progress_callback(
                 return
             if on_log is not None and state.is_world_process_zero:
                 on_log(
-                    {
-                        "kind": "step",
-                        "step": state.global_step,
-                        "total_steps": state.max_steps,
-                        "epoch": logs.get("epoch", state.epoch),
-                        "loss": logs["loss"],
-                        "learning_rate": logs.get("learning_rate"),
-                        "grad_norm": logs.get("grad_norm"),
-                        "kl": logs.get("kl"),
-                        **rollouts.metrics,
-                    }
+                    StepReport(
+                        step=state.global_step,
+                        total_steps=state.max_steps,
+                        epoch=logs.get("epoch", state.epoch),
+                        loss=logs["loss"],
+                        learning_rate=logs.get("learning_rate"),
+                        grad_norm=logs.get("grad_norm"),
+                        kl=logs.get("kl"),
+                        rollouts=rollouts.figures,
+                    )
                 )
 
     return Progress()

@@ -48,11 +48,12 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from models_gpu.devices import resolve_device, training_autocast, training_threads
+from models_gpu.spec.reports import DatasetStats, Report, StepReport, TrainResult
 from models_gpu.spec.training import TrainingConfig, TrainingConfigError, TrainingDialogue
 from models_gpu.training.encode import encode_stream
 from models_gpu.training.qpriming import QuestionWriter
@@ -69,52 +70,9 @@ CHECKPOINT_PREFIX = "checkpoint-"
 ARROW_PREFIX = "data-"
 MAX_GRAD_NORM = 1.0
 
-LogCallback = Callable[[dict[str, Any]], None]
-"""``on_log(entry)``: entry has step, total_steps, epoch, loss, learning_rate, grad_norm,
-tokens_per_second (input tokens, padding excluded, since the previous entry)."""
+LogCallback = Callable[[Report], None]
+"""``on_log(report)``: each logged step's ``StepReport`` (and, online, each ``HeldOutReport``)."""
 Examples = Iterable[TrainingDialogue] | Callable[[], Iterable[TrainingDialogue]]
-
-
-@dataclass(frozen=True)
-class DatasetStats:
-    """What the encoded dataset holds: ``dialogues`` read, ``examples`` kept, ``skipped``
-    (no trained token left after truncation), ``truncated`` (cut to max_length, kept),
-    ``trained_tokens`` and ``tokens`` over the kept examples (one epoch)."""
-
-    dialogues: int = 0
-    examples: int = 0
-    skipped: int = 0
-    truncated: int = 0
-    trained_tokens: int = 0
-    tokens: int = 0
-
-
-@dataclass(frozen=True)
-class TrainResult:
-    """How a ``train`` call ended.
-
-    final_dir: the trained model (None when stopped before the end).
-    stopped: ``should_stop`` cut training short (resume by calling ``train`` again).
-    resumed_from: the checkpoint this call started from, or None.
-    global_step / total_steps: optimizer steps taken (across resumes) and planned.
-    epoch: epochs done (fractional).
-    dataset: the encoded examples (``DatasetStats``); trained tokens are per epoch.
-    loss_history: (step, loss) of every logged step, across resumes.
-    loss_first / loss_last: the first and last logged loss (None when nothing was logged).
-    wall_seconds: this call's time, encoding included.
-    """
-
-    final_dir: str | None
-    stopped: bool
-    resumed_from: str | None
-    global_step: int
-    total_steps: int
-    epoch: float
-    dataset: DatasetStats
-    loss_history: tuple[tuple[int, float], ...]
-    loss_first: float | None
-    loss_last: float | None
-    wall_seconds: float
 
 
 def train(
@@ -158,7 +116,7 @@ def train(
             config_hash=config.config_hash(),
             base_model=str(base_model),
         )
-    finished = _finished(out, started)
+    finished = finished_summary(out, started)
     if finished is not None:
         return finished
 
@@ -194,11 +152,11 @@ def train(
         global_step=state.global_step,
         total_steps=state.max_steps,
         epoch=float(state.epoch or 0.0),
+        wall_seconds=0.0,
         dataset=stats,
         loss_history=losses,
         loss_first=losses[0][1] if losses else None,
         loss_last=losses[-1][1] if losses else None,
-        wall_seconds=0.0,
     )
     if not stopped:
         final = out / FINAL_DIR
@@ -210,15 +168,15 @@ def train(
                 "config_hash": config.config_hash(),
                 "global_step": result.global_step,
                 "epoch": result.epoch,
-                "dataset": asdict(result.dataset),
+                "dataset": asdict(stats),
                 "loss_first": result.loss_first,
                 "loss_last": result.loss_last,
-                "result": {**asdict(result), "final_dir": str(final)},
+                "result": replace(result, final_dir=str(final)).to_json(),
             }
             save_final(trainer, tokenizer, out, summary=summary, lora=lora)
         processes.wait_for_everyone()
-        result = _with(result, final_dir=str(final))
-    return _with(result, wall_seconds=round(time.perf_counter() - started, 3))
+        result = replace(result, final_dir=str(final))
+    return replace(result, wall_seconds=round(time.perf_counter() - started, 3))
 
 
 def training_device(config: TrainingConfig) -> tuple[torch.device, bool]:
@@ -278,30 +236,14 @@ def logged(state: Any, name: str) -> tuple[tuple[int, float], ...]:
     )
 
 
-def _with(result: TrainResult, **changes: Any) -> TrainResult:
-    return TrainResult(**{**asdict(result), "dataset": result.dataset, **changes})
-
-
-def finished_summary(out: Path) -> dict[str, Any] | None:
-    """The stored result of the run that already completed in ``out``, or None."""
+def finished_summary(out: Path, started: float) -> TrainResult | None:
+    """The result of the run that already completed in ``out`` (its wall time this call's),
+    or None."""
     path = out / FINAL_DIR / METADATA_FILE
-    return dict(json.loads(path.read_text())["result"]) if path.exists() else None
-
-
-def _finished(out: Path, started: float) -> TrainResult | None:
-    """The result of the run that already completed in ``out``, or None."""
-    stored = finished_summary(out)
-    if stored is None:
+    if not path.exists():
         return None
-    losses = tuple((int(step), float(loss)) for step, loss in stored["loss_history"])
-    return TrainResult(
-        **{
-            **stored,
-            "dataset": DatasetStats(**stored["dataset"]),
-            "loss_history": losses,
-            "wall_seconds": round(time.perf_counter() - started, 3),
-        }
-    )
+    stored = TrainResult.from_json(json.loads(path.read_text())["result"])
+    return replace(stored, wall_seconds=round(time.perf_counter() - started, 3))
 
 
 def use_bf16(precision: str, device: torch.device) -> bool:
@@ -558,15 +500,15 @@ def _progress_callback(on_log: LogCallback | None) -> Any:
             speed = (tokens - self.tokens) / elapsed if elapsed > 0 else None
             self.since, self.tokens = now, tokens
             on_log(
-                {
-                    "step": state.global_step,
-                    "total_steps": state.max_steps,
-                    "epoch": logs.get("epoch", state.epoch),
-                    "loss": logs["loss"],
-                    "learning_rate": logs.get("learning_rate"),
-                    "grad_norm": logs.get("grad_norm"),
-                    "tokens_per_second": speed,
-                }
+                StepReport(
+                    step=state.global_step,
+                    total_steps=state.max_steps,
+                    epoch=logs.get("epoch", state.epoch),
+                    loss=logs["loss"],
+                    learning_rate=logs.get("learning_rate"),
+                    grad_norm=logs.get("grad_norm"),
+                    tokens_per_second=speed,
+                )
             )
 
     return Progress()

@@ -133,12 +133,15 @@ def test_researcher_trains_online_and_reads_the_rollouts_and_the_trained_model(
     page.wait_for_selector("#training-chart[data-drawn=true] .main-svg")
     titles = page.locator("#training-chart .annotation-text").all_text_contents()
     assert (
-        "Held-out accuracy after turn k" in titles
+        "Held-out accuracy after turn k (95% Wilson)" in titles
         and "Mean reward of the step's dialogues" in titles
     )
-    held_out = MetricPoint.objects.filter(run=run, name__startswith="heldout_turn_")
+    held_out = MetricPoint.objects.filter(run=run, name__startswith="heldout_solved_turn_")
     assert sorted(set(held_out.values_list("step", flat=True))) == [0, 4, 8, 12]
-    assert set(held_out.values_list("name", flat=True)) == {f"heldout_turn_{k}" for k in (1, 2, 3)}
+    names = {f"heldout_solved_turn_{k}" for k in (1, 2, 3)}
+    assert set(held_out.values_list("name", flat=True)) == names
+    played = MetricPoint.objects.filter(run=run, name="heldout_dialogues")
+    assert set(played.values_list("value", flat=True)) == {2}, "both held-out tasks counted"
 
     # The stored rollouts of a step: half of each step's four dialogues.
     assert Dialogue.objects.filter(run=run).count() == 2 * STEPS

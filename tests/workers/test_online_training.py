@@ -53,7 +53,8 @@ def launch(settings: Any, tmp_path: Path, tiny_model_dir: Path, researcher: Any)
         TaskFactory(
             task_set=training_set, prompt=f"What is {i} + 1?", reference={"answer": str(i + 1)}
         )
-    TaskFactory(task_set=held_out, prompt="What is 5 + 1?", reference={"answer": "6"})
+    for i in (5, 6):  # two tasks: each held-out dialogue counts, whatever its sample index
+        TaskFactory(task_set=held_out, prompt=f"What is {i} + 1?", reference={"answer": str(i + 1)})
     base = ModelSpec.objects.create(
         name="tiny", backend="transformers", location=str(tiny_model_dir)
     )
@@ -92,8 +93,11 @@ def test_online_training_stores_curves_rollouts_and_the_trained_model(launch: An
     assert (run.progress_done, run.progress_total) == (3, 3)
     names = set(MetricPoint.objects.filter(run=run).values_list("name", flat=True))
     assert {"reward", "solved", "rollout_turn_1", "rollout_turn_2", "update_seconds"} <= names
-    held_out = MetricPoint.objects.filter(run=run, name="heldout_turn_3").order_by("step")
+    held_out = MetricPoint.objects.filter(run=run, name="heldout_solved_turn_3").order_by("step")
     assert [point.step for point in held_out] == [0, 2, 3], "before step 1, every 2 and at the end"
+    played = MetricPoint.objects.filter(run=run, name="heldout_dialogues")
+    held_out_dialogues = Run.objects.get(pk=run.pk).config["evaluation"]["task_set"]["task_count"]
+    assert set(played.values_list("value", flat=True)) == {held_out_dialogues}, "each one counted"
     stored = Dialogue.objects.filter(run=run)
     assert sorted(set(stored.values_list("training_step", flat=True))) == [1, 2, 3]
     assert stored.count() == 3 * 2, "half of each step's 4 dialogues"

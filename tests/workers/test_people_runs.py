@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from models_gpu.spec.reports import Accounting
 from tests.factories import (
     ProtocolFactory,
     StudentFactory,
@@ -64,9 +65,9 @@ def test_a_person_teacher_run_waits_resumes_on_answers_and_ends() -> None:
     assert reference == waiting[0].task.reference
 
     # Live accuracy: turn 1 is known for every dialogue, later turns for none yet.
-    curve = selectors.runs_accuracy_by_turn(runs=[Run.objects.get(pk=run.pk)])[run.pk]
-    assert curve[0].accuracy.total == 10 and curve[0].accuracy.successes == stored
-    assert [point.accuracy.total for point in curve[1:]] == [0, 0]
+    curve = selectors.runs_accuracy_by_turn(runs=[Run.objects.get(pk=run.pk)])[run.pk].points
+    assert curve[0].accuracy.total == 10 and curve[0].accuracy.successes == stored  # type: ignore[union-attr]
+    assert [point.accuracy for point in curve[1:]] == [None, None], "not known yet"
 
     # The person answers one turn: the run is queued again, and the next job plays it on.
     first = waiting[0]
@@ -128,7 +129,7 @@ def test_an_answer_given_while_the_worker_plays_wakes_the_run_when_it_rests() ->
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)  # a worker is playing it
     answer(pending, "Try again.", alice)
     assert Run.objects.get(pk=run.pk).status == Run.Status.RUNNING  # not woken under a worker
-    people.run_rest(run_id=run.pk, accounting={})
+    people.run_rest(run_id=run.pk, accounting=Accounting())
     assert Run.objects.get(pk=run.pk).status == Run.Status.QUEUED  # woken when it rested
 
 

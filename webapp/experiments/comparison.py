@@ -11,7 +11,7 @@ are compared on the tasks they share (and the page says how many).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from models_gpu.spec.training_run import TrainingRunConfig
 from webapp.metrics.comparison import Gap, TaskOutcomes, compare_outcomes
@@ -21,6 +21,7 @@ from webapp.models_registry.models import ModelSpec
 from webapp.runs.config_view import NOT_SET, flatten
 from webapp.runs.models import Run
 from webapp.runs.selectors import keyed_task_outcomes, run_list, runs_accuracy_by_turn
+from webapp.training.heldout import Overlap, overlap, trained_task_keys
 
 MAX_RUNS = 30  # a comparison of more lines than this is unreadable, and slow to test
 
@@ -43,6 +44,12 @@ class Line:
     points: list[CurvePoint]
     # The most student turns its student was trained to (online training), None otherwise.
     training_horizon: int | None = None
+    # For a student trained by Dialab: how many of the line's tasks it trained on.
+    trained_on: Overlap | None = None
+
+    @property
+    def held_out(self) -> bool:
+        return self.trained_on is None or self.trained_on.held_out
 
     @property
     def seeds(self) -> list[int]:
@@ -159,6 +166,14 @@ def line_outcomes(lines: Sequence[Line]) -> dict[str, dict[str, TaskOutcomes]]:
     return outcomes
 
 
+def with_training_overlap(line: Line, tasks: Mapping[str, TaskOutcomes]) -> Line:
+    """``line``, with how many of its tasks its student trained on (a student Dialab trained)."""
+    student = line.runs[0].student
+    if student is None or student.trained_by_run_id is None:
+        return line
+    return replace(line, trained_on=overlap(trained_task_keys(student), tasks))
+
+
 def _gap(baseline: Line, line: Line, outcomes: Mapping[str, Mapping[str, TaskOutcomes]]) -> LineGap:
     turns = max(baseline.max_turns, line.max_turns)
     return LineGap(
@@ -207,6 +222,11 @@ def _notes(lines: Sequence[Line], gaps: Sequence[LineGap]) -> list[str]:
             )
         elif not gap.gaps:
             notes.append(f"{gap.line.label}: no counted dialogues yet, so no difference.")
+    for line in lines:
+        if not line.held_out and line.trained_on is not None:
+            notes.append(
+                f"{line.label}: {line.trained_on.description}, so its results are not held out."
+            )
     if any(line.partial for line in lines):
         notes.append(
             "Some runs have not played out (partial): their curves and differences count the "
@@ -218,10 +238,11 @@ def _notes(lines: Sequence[Line], gaps: Sequence[LineGap]) -> list[str]:
 def compare(runs: Sequence[Run], *, baseline_run_id: int | None, by_seed: bool) -> Comparison:
     """The comparison of these runs against the line holding ``baseline_run_id`` (the first
     line, that of the oldest run, when it is not among them)."""
-    lines = lines_of(runs, by_seed=by_seed)
+    plain_lines = lines_of(runs, by_seed=by_seed)
+    outcomes = line_outcomes(plain_lines)
+    lines = [with_training_overlap(line, outcomes[line.key]) for line in plain_lines]
     baseline = next(
         (line for line in lines if any(run.pk == baseline_run_id for run in line.runs)), lines[0]
     )
-    outcomes = line_outcomes(lines)
     gaps = [_gap(baseline, line, outcomes) for line in lines if line is not baseline]
     return Comparison(lines, baseline, gaps, config_diff(lines), _notes(lines, gaps))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from webapp.runs.models import Run
 from webapp.runs.selectors import task_outcomes
 from webapp.tasks.models import Task
 from webapp.tasks.selectors import task_keys
+from webapp.training.heldout import overlap, trained_task_keys
 from webapp.training.models import DatasetSnapshot
 
 NO_DOMAIN = "(none)"
@@ -40,10 +41,23 @@ class EvaluationPair:
 
 
 @dataclass(frozen=True)
+class TransferCell:
+    """A trained model's gain over its base on one evaluation domain, and how many of the tasks
+    it is over the model trained on (then the cell is not held out)."""
+
+    gap: Gap
+    trained_on: int
+
+    @property
+    def held_out(self) -> bool:
+        return self.trained_on == 0
+
+
+@dataclass(frozen=True)
 class TransferRow:
     model: ModelSpec
     training_domains: list[str]
-    cells: list[Gap | None]  # one per evaluation domain, None: not evaluated there
+    cells: list[TransferCell | None]  # one per evaluation domain, None: not evaluated there
 
     @property
     def label(self) -> str:
@@ -118,32 +132,37 @@ def transfer_matrix() -> TransferMatrix:
     )
     task_ids = {task for tasks in outcomes.values() for task in tasks}
     keys, domain_of = task_keys(task_ids=task_ids), _domains(task_ids)
-    # {model id: {evaluation domain: ([base rates], [trained rates])}}, tasks paired within a
-    # pair, in the order the comparison page pairs them (by task key): a cell and the comparison
-    # of the same two runs draw the same resamples, so they give the same numbers.
-    pooled: dict[int, dict[str, tuple[list[float], list[float]]]] = defaultdict(dict)
+    # {model id: {evaluation domain: ([base rates], [trained rates], [task keys])}}, tasks paired
+    # within a pair, in the order the comparison page pairs them (by task key): a cell and the
+    # comparison of the same two runs draw the same resamples, so they give the same numbers.
+    pooled: dict[int, dict[str, tuple[list[float], list[float], list[str]]]] = defaultdict(dict)
+    turns_of: dict[int, int] = {}  # the T a row's gains are at
     for pair in pairs:
         base, trained = outcomes.get(pair.base_run.pk, {}), outcomes.get(pair.trained_run.pk, {})
         turns = max(
             pair.base_run.frozen_config.protocol.max_turns,
             pair.trained_run.frozen_config.protocol.max_turns,
         )
+        turns_of[pair.model.pk] = max(turns, turns_of.get(pair.model.pk, 0))
         for task in sorted(base.keys() & trained.keys(), key=keys.__getitem__):
-            rates = pooled[pair.model.pk].setdefault(domain_of[task], ([], []))
+            rates = pooled[pair.model.pk].setdefault(domain_of[task], ([], [], []))
             rates[0].append(base[task].rates(turns)[-1])
             rates[1].append(trained[task].rates(turns)[-1])
+            rates[2].append(keys[task])
     domains = sorted({domain for cells in pooled.values() for domain in cells})
     rows = []
     for model in models:
         if model.pk not in pooled:
             continue
-        cells: list[Gap | None] = []
+        trained_on = trained_task_keys(model)
+        cells: list[TransferCell | None] = []
         for domain in domains:
             rates = pooled[model.pk].get(domain)
             if rates is None:
                 cells.append(None)
                 continue
-            base_rates, trained_rates = (np.array(values)[:, None] for values in rates)
-            cells.append(paired_gaps(base_rates, trained_rates)[0])
+            base_rates, trained_rates = (np.array(values)[:, None] for values in rates[:2])
+            gap = replace(paired_gaps(base_rates, trained_rates)[0], turn=turns_of[model.pk])
+            cells.append(TransferCell(gap, overlap(trained_on, rates[2]).trained_on))
         rows.append(TransferRow(model, training_domains(model), cells))
     return TransferMatrix(domains, rows, pairs)

@@ -67,7 +67,7 @@ def run_compare(request: HttpRequest) -> HttpResponse:
 
 TRANSFER_CSV_COLUMNS = (
     "trained_model", "base_model", "training_domains", "evaluation_domain",
-    "gain", "low", "high", "p_value", "tasks", "method", "note",
+    "gain", "low", "high", "p_value", "tasks", "method", "note", "tasks_trained_on",
 )  # fmt: skip
 
 
@@ -88,10 +88,11 @@ def transfer_matrix(request: HttpRequest) -> HttpResponse:
         for row in matrix.rows:
             for domain, cell in zip(matrix.domains, row.cells, strict=True):
                 if cell is not None:
+                    gap = cell.gap
                     writer.writerow([
                         row.model.name, row.model.base_model, row.label, domain,
-                        *(_rounded(v) for v in (cell.value, cell.low, cell.high, cell.p_value)),
-                        cell.tasks, cell.method, cell.note,
+                        *(_rounded(v) for v in (gap.value, gap.low, gap.high, gap.p_value)),
+                        gap.tasks, gap.method, gap.note, cell.trained_on,
                     ])  # fmt: skip
         return response
     return render(request, "experiments/transfer.html", {"matrix": matrix})

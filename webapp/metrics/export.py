@@ -41,7 +41,7 @@ def metric_rows(metrics: RunMetrics) -> Iterable[dict[str, Any]]:
         yield {"metric": "pass_at_k", "k": estimate.k, "value": estimate.value, "n": estimate.tasks}
     if counted.whole_dialogues:  # the rest needs whole dialogues
         yield from _whole_dialogue_rows(metrics)
-    for key, value in metrics.accounting.items():
+    for key, value in metrics.accounting.to_json().items():
         yield {"metric": "accounting", "group": key, "value": value}
 
 

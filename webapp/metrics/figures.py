@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from models_gpu.spec.reports import Accounting
 from webapp.metrics.partial import BatchInPlay, Counted
 from webapp.metrics.stats import MeanEstimate, Proportion, wilson_interval
 
@@ -227,7 +227,7 @@ class RunMetrics(HeadlineFigures):
     pass_at_k_tasks_left_out: int = 0
     by_domain: list[GroupAccuracy] = field(default_factory=list)
     by_difficulty: list[GroupAccuracy] = field(default_factory=list)
-    accounting: Mapping[str, Any] = field(default_factory=dict)
+    accounting: Accounting = field(default_factory=Accounting)
     batch: BatchInPlay = field(default_factory=BatchInPlay)
     plasticity: list[PlasticityStep] = field(default_factory=list)
     student_turn_kinds: list[TurnKinds] = field(default_factory=list)
@@ -279,16 +279,14 @@ class Spent:
         return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
 
 
-def spent(
-    accounting: Mapping[str, Any], counts: TurnCounts, *, elapsed_seconds: float | None
-) -> Spent:
-    if accounting:
-        wall = accounting.get("wall_seconds", elapsed_seconds)
+def spent(accounting: Accounting, counts: TurnCounts, *, elapsed_seconds: float | None) -> Spent:
+    if accounting.recorded:
+        wall = elapsed_seconds if accounting.wall_seconds is None else accounting.wall_seconds
         return Spent(
-            accounting.get("student_generations"),
-            accounting.get("teacher_calls"),
-            accounting.get("prompt_tokens"),
-            accounting.get("completion_tokens"),
+            accounting.student_generations,
+            accounting.teacher_calls,
+            accounting.prompt_tokens,
+            accounting.completion_tokens,
             None if wall is None else float(wall),
             recorded=True,
         )
@@ -303,7 +301,7 @@ def spent(
 
 
 def accounting_rows(
-    accounting: Mapping[str, Any], counts: TurnCounts, *, elapsed_seconds: float | None
+    accounting: Accounting, counts: TurnCounts, *, elapsed_seconds: float | None
 ) -> tuple[list[AccountingRow], bool]:
     """What the run spent (``spent``) as the page lists it, and whether it is the worker's own
     record."""

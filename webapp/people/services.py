@@ -19,6 +19,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from models_gpu.spec.reports import Accounting
 from models_gpu.spec.results import DialogueRow, ParkedRow, TurnRow
 from webapp.accounts.models import User
 from webapp.dialogues.models import PendingTurn
@@ -233,7 +234,7 @@ def _finish_if_nothing_waits(run_id: int) -> None:
         run_finish(run_id=run_id, status=Run.Status.SUCCEEDED)
 
 
-def run_rest(*, run_id: int, accounting: dict[str, float]) -> None:
+def run_rest(*, run_id: int, accounting: Accounting) -> None:
     """The worker played all it could: the run waits if any of its dialogues waits for a
     person, else it succeeded. Waiting is recorded before answers are looked for, and an answer
     is stored before its run is woken, so an answer given meanwhile always wakes the run."""

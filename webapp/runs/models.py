@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from models_gpu.spec.protocol import MODES, SELF_CORRECTION_STYLES
 from models_gpu.spec.run import RunConfig
+from models_gpu.spec.training_run import TrainingRunConfig
 
 
 class Protocol(models.Model):
@@ -183,7 +184,32 @@ class Run(models.Model):
 
     @cached_property
     def frozen_config(self) -> RunConfig:
+        """An evaluation's configuration. A training run's is a ``TrainingRunConfig``
+        (:attr:`training_config`); what its dialogues were played under is
+        :attr:`dialogue_config`, which every reader of a dialogue's run uses."""
+        if self.kind == self.Kind.TRAIN:
+            raise ValueError(
+                f"run {self.pk} is a training run: its configuration is a training run "
+                "configuration (Run.training_config); its dialogues' is Run.dialogue_config"
+            )
         return RunConfig.from_json(self.config)
+
+    @cached_property
+    def training_config(self) -> TrainingRunConfig:
+        """A training run's configuration (every stored schema: ``READABLE_SCHEMAS``)."""
+        if self.kind != self.Kind.TRAIN:
+            raise ValueError(f"run {self.pk} is not a training run")
+        return TrainingRunConfig.from_json(self.config)
+
+    @cached_property
+    def dialogue_config(self) -> RunConfig | None:
+        """The configuration this run's dialogues were played under, for every kind of run: an
+        evaluation's own; an online training run's ``rollouts`` (its base model the student,
+        the policy being trained as it played); None for a run that plays no dialogues (an
+        offline training run)."""
+        if self.kind == self.Kind.TRAIN:
+            return self.training_config.rollouts
+        return self.frozen_config
 
     @property
     def is_finished(self) -> bool:

@@ -14,6 +14,7 @@ from django.db.models import Case, Count, F, IntegerField, Min, Q, QuerySet, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Lag, RowNumber
 
+from models_gpu.spec.reports import Accounting
 from webapp.dialogues.models import Dialogue, PendingTurn, Turn
 from webapp.metrics.comparison import Gap, TaskOutcomes, compare_outcomes, outcomes_from_histogram
 from webapp.metrics.figures import (
@@ -442,7 +443,7 @@ def run_metrics(*, run: Run) -> RunMetrics:
         turns_to_solve=mean_from_histogram({}),
         pass_at_k=[],
         turn_counts=turn_counts,
-        accounting=dict(run.accounting or {}),
+        accounting=Accounting.from_json(run.accounting),
         batch=counting.batch,
     )
     if not counting.counted.whole_dialogues:
@@ -498,7 +499,11 @@ def run_summaries(*, runs: Sequence[Run]) -> dict[int, RunSummary]:
             accuracy_by_turn=_curve(counting),
             pass_at_k=_pass_at_samples(run, pass_counts.get(run.pk, {})),
             turn_counts=turn_counts,
-            spent=spent(run.accounting or {}, turn_counts, elapsed_seconds=run.elapsed_seconds),
+            spent=spent(
+                Accounting.from_json(run.accounting),
+                turn_counts,
+                elapsed_seconds=run.elapsed_seconds,
+            ),
         )
     return summaries
 

@@ -15,6 +15,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from models_gpu.spec.protocol import ProtocolSpec, protocol_problems
+from models_gpu.spec.reports import Accounting
 from models_gpu.spec.results import DialogueRow
 from models_gpu.spec.run import (
     DEFAULT_BATCH_SIZE,
@@ -297,15 +298,13 @@ def run_round_store(*, run_id: int, dialogues: Sequence[DialogueRow], batch: Bat
 
 
 def run_finish(
-    *, run_id: int, status: str, accounting: dict[str, float] | None = None, error: str = ""
+    *, run_id: int, status: str, accounting: Accounting | None = None, error: str = ""
 ) -> None:
     """Close a run, adding this worker's accounting to what earlier attempts recorded."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        totals = dict(run.accounting)
-        for key, value in (accounting or {}).items():
-            totals[key] = totals.get(key, 0) + value
-        run.accounting = totals
+        spent = Accounting.from_json(run.accounting).plus(accounting or Accounting())
+        run.accounting = spent.to_json()
         run.status = status
         run.error = error
         run.finished_at = timezone.now()
@@ -316,17 +315,15 @@ def run_finish(
         run.save(update_fields=updated)
 
 
-def run_wait(*, run_id: int, accounting: dict[str, float]) -> None:
+def run_wait(*, run_id: int, accounting: Accounting) -> None:
     """The worker is done with the run for now: what is left waits for people. It holds no
     worker and no batch; ``run_wake`` queues it again when someone answers."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        totals = dict(run.accounting)
-        for key, value in accounting.items():
-            totals[key] = totals.get(key, 0) + value
+        spent = Accounting.from_json(run.accounting).plus(accounting)
         Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).update(
             status=Run.Status.WAITING,
-            accounting=totals,
+            accounting=spent.to_json(),
             batch_in_play={},
             progress_done=Dialogue.objects.filter(run_id=run_id).count(),
         )

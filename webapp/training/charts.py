@@ -1,5 +1,6 @@
 """The training run page's curves by step: loss, learning rate, gradient norm and throughput;
-for online training, the rollouts' reward and figures and the held-out accuracy after turn k."""
+for online training, the rollouts' reward and figures and the held-out accuracy after turn k
+(from the evaluations' counts, with 95% Wilson intervals). Curve names: ``spec.reports.Curve``."""
 
 from __future__ import annotations
 
@@ -10,31 +11,38 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from models_gpu.spec.reports import PRIMING_PREFIX, Curve
 from models_gpu.spec.training_run import TrainingRunConfig
+from webapp.metrics.stats import wilson_interval
 from webapp.runs.charts import COLOURS
-from webapp.training.services import PRIMING_CURVES
 
-# (title, the curves it draws); a name ending in "_" draws every curve that starts with it, one
-# per turn k ("rollout_turn_1", "rollout_turn_2", ...).
+# (title, the curves it draws); a family (a name ending in "_") draws every curve of it, one per
+# turn k ("rollout_turn_1", "rollout_turn_2", ...). Panels of shares draw percentages.
 Panel = tuple[str, tuple[str, ...]]
 PANELS: tuple[Panel, ...] = (
-    ("Loss (trained tokens)", ("loss",)),
-    ("Learning rate", ("learning_rate",)),
-    ("Gradient norm", ("grad_norm",)),
-    ("Tokens per second", ("tokens_per_second",)),
+    ("Loss (trained tokens)", (Curve.LOSS,)),
+    ("Learning rate", (Curve.LEARNING_RATE,)),
+    ("Gradient norm", (Curve.GRAD_NORM,)),
+    ("Tokens per second", (Curve.TOKENS_PER_SECOND,)),
 )
 ONLINE_PANELS: tuple[Panel, ...] = (
-    ("Mean reward of the step's dialogues", ("reward",)),
-    ("Held-out accuracy after turn k", ("heldout_turn_",)),
-    ("Rollouts: accuracy after turn k", ("rollout_turn_",)),
-    ("Groups whose rewards are all equal", ("zero_variance_groups",)),
-    ("Student tokens per dialogue", ("student_tokens",)),
-    ("Question rate", ("question_rate",)),
-    ("Seconds per step: rollout, update", ("rollout_seconds", "update_seconds")),
-    ("Loss", ("loss",)),
+    ("Mean reward of the step's dialogues", (Curve.REWARD,)),
+    ("Held-out accuracy after turn k (95% Wilson)", (Curve.HELDOUT_SOLVED_BY_TURN_,)),
+    ("Rollouts: accuracy after turn k", (Curve.ROLLOUT_ACCURACY_AFTER_TURN_,)),
+    ("Groups whose rewards are all equal", (Curve.ZERO_VARIANCE_GROUPS,)),
+    ("Student tokens per dialogue", (Curve.STUDENT_TOKENS,)),
+    ("Question rate", (Curve.QUESTION_RATE,)),
+    ("Seconds per step: rollout, update", (Curve.ROLLOUT_SECONDS, Curve.UPDATE_SECONDS)),
+    ("Loss", (Curve.LOSS,)),
 )
-PRIMING_PANELS: tuple[Panel, ...] = (("Priming stage: loss", (f"{PRIMING_CURVES}loss",)),)
-LABELS = {"rollout_seconds": "rollout", "update_seconds": "update"}
+PRIMING_PANELS: tuple[Panel, ...] = (("Priming stage: loss", (f"{PRIMING_PREFIX}{Curve.LOSS}",)),)
+SHARES = {
+    Curve.HELDOUT_SOLVED_BY_TURN_,
+    Curve.ROLLOUT_ACCURACY_AFTER_TURN_,
+    Curve.ZERO_VARIANCE_GROUPS,
+    Curve.QUESTION_RATE,
+}
+LABELS = {Curve.ROLLOUT_SECONDS: "rollout", Curve.UPDATE_SECONDS: "update"}
 
 
 def training_panels(config: TrainingRunConfig) -> tuple[Panel, ...]:
@@ -54,21 +62,16 @@ def training_curves_figure(
     for index, (title, names) in enumerate(panels):
         curves = _curve_names(points, names)
         for colour, name in enumerate(curves):
-            steps = points.get(name, ())
             several = len(curves) > 1
             label = _label(name) if several else title
             figure.add_trace(
-                go.Scatter(
-                    x=[step for step, _ in steps],
-                    y=[value for _, value in steps],
-                    mode="lines+markers" if name.startswith("heldout_") else "lines",
-                    name=label,
-                    line={"color": COLOURS[(index + colour) % len(COLOURS)]},
-                    hovertemplate=f"step %{{x}}: %{{y:.4g}}<extra>{label}</extra>",
-                    showlegend=several,  # a panel of several lines says which is which
-                ),
+                _trace(points, name, label, COLOURS[(index + colour) % len(COLOURS)], several),
                 row=index // 2 + 1,
                 col=index % 2 + 1,
+            )
+        if any(name in SHARES for name in names):
+            figure.update_yaxes(
+                tickformat=".0%", rangemode="tozero", row=index // 2 + 1, col=index % 2 + 1
             )
     if not any(points.values()):
         figure.add_annotation(
@@ -84,6 +87,48 @@ def training_curves_figure(
     return result
 
 
+def _trace(
+    points: Mapping[str, Sequence[tuple[int, float]]],
+    name: str,
+    label: str,
+    colour: str,
+    several: bool,
+) -> go.Scatter:
+    """One curve; a held-out evaluation's accuracy from its counts, with Wilson intervals."""
+    style = {"name": label, "line": {"color": colour}, "showlegend": several}
+    if not name.startswith(Curve.HELDOUT_SOLVED_BY_TURN_):
+        steps = points.get(name, ())
+        return go.Scatter(
+            x=[step for step, _ in steps],
+            y=[value for _, value in steps],
+            mode="lines",
+            hovertemplate=f"step %{{x}}: %{{y:.4g}}<extra>{label}</extra>",
+            **style,
+        )
+    dialogues = dict(points.get(Curve.HELDOUT_DIALOGUES, ()))
+    accuracy = [
+        (step, wilson_interval(int(solved), int(dialogues[step])))
+        for step, solved in points.get(name, ())
+        if dialogues.get(step)
+    ]
+    return go.Scatter(
+        x=[step for step, _ in accuracy],
+        y=[p.rate for _, p in accuracy],
+        mode="lines+markers",
+        error_y={
+            "type": "data",
+            "symmetric": False,
+            "array": [p.high - p.rate for _, p in accuracy],
+            "arrayminus": [p.rate - p.low for _, p in accuracy],
+            "color": colour,
+        },
+        customdata=[[p.successes, p.total] for _, p in accuracy],
+        hovertemplate="step %{x}: %{y:.1%} (%{customdata[0]}/%{customdata[1]})"
+        f"<extra>{label}</extra>",
+        **style,
+    )
+
+
 def _curve_names(points: Mapping[str, Any], names: Sequence[str]) -> list[str]:
     """``names``, with each prefix ("..._") replaced by the curves it names, by turn."""
     found: list[str] = []
@@ -97,7 +142,11 @@ def _curve_names(points: Mapping[str, Any], names: Sequence[str]) -> list[str]:
 
 
 def _label(name: str) -> str:
-    for prefix, what in (("heldout_turn_", "held-out"), ("rollout_turn_", "rollouts")):
-        if name.startswith(prefix):
-            return f"{what}: after turn {name[len(prefix) :]}"
+    families = (
+        (Curve.HELDOUT_SOLVED_BY_TURN_, "held-out"),
+        (Curve.ROLLOUT_ACCURACY_AFTER_TURN_, "rollouts"),
+    )
+    for family, what in families:
+        if name.startswith(family):
+            return f"{what}: after turn {name[len(family) :]}"
     return LABELS.get(name, name)

@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from django import forms
+from django.db.models import QuerySet
 from django.http import QueryDict
 
 from models_gpu.spec.online import ONLINE_SETTINGS, OnlineConfig, online_config_problems
@@ -29,9 +30,11 @@ from models_gpu.spec.training_run import (
 from webapp.accounts.models import User
 from webapp.core.settings_fields import setting_field
 from webapp.dialogues.forms import DialogueFilterForm
+from webapp.dialogues.models import Dialogue
 from webapp.models_registry.selectors import model_choices
 from webapp.runs.selectors import protocol_choices
 from webapp.tasks.models import TaskSet
+from webapp.training.heldout import overlap, selection_task_keys, task_set_task_keys
 from webapp.training.selectors import (
     SelectionCounts,
     previewed_template_problem,
@@ -40,7 +43,9 @@ from webapp.training.selectors import (
 )
 
 # The form's own fields (the rest are the training settings, by their spec names).
-EVALUATION_FIELDS = ("eval_task_set", "eval_protocol", "eval_teacher", "eval_samples")
+EVALUATION_FIELDS = (
+    "eval_task_set", "eval_protocol", "eval_teacher", "eval_samples", "evaluate_trained_tasks",
+)  # fmt: skip
 ONLINE_LEARNING_RATE = 1e-4
 
 
@@ -67,6 +72,32 @@ class _LaunchForm(forms.Form):
     eval_samples = forms.IntegerField(
         min_value=1, max_value=MAX_SAMPLES_PER_TASK, initial=1, label="Samples per task"
     )
+    evaluate_trained_tasks = forms.BooleanField(
+        required=False,
+        label="Evaluate on tasks it trains on (deliberately)",
+        help_text="Without it, a held-out set that shares tasks with the training data is "
+        "refused; with it, the results are marked “not held out” wherever they are shown.",
+    )
+
+    def training_task_keys(self) -> frozenset[str]:
+        """The tasks this launch trains on (by ``task_key``)."""
+        raise NotImplementedError
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        task_set = cleaned.get("eval_task_set")
+        if task_set is not None and not cleaned.get("evaluate_trained_tasks"):
+            shared = overlap(self.training_task_keys(), task_set_task_keys(task_set.pk))
+            if not shared.held_out:
+                label = self.fields["evaluate_trained_tasks"].label
+                self.add_error(
+                    "eval_task_set",
+                    f"{shared.trained_on} of the {shared.tasks} tasks of {task_set} are in the "
+                    "training data (the same prompt and reference, in any task set or version): "
+                    "its results would not be held out. Choose a held-out set without them, or "
+                    f"tick “{label}” if that is what you want.",
+                )
+        return cleaned
 
 
 class TrainingForm(_LaunchForm):
@@ -98,8 +129,11 @@ class TrainingForm(_LaunchForm):
     def counts(self) -> SelectionCounts:
         """What the selection holds now (the snapshot is frozen at launch)."""
         if not hasattr(self, "_counts"):
-            self._counts = _counts(self.selection_query, self.reader)
+            self._counts = selection_counts(_selected(self.selection_query, self.reader))
         return self._counts
+
+    def training_task_keys(self) -> frozenset[str]:
+        return selection_task_keys(_selected(self.selection_query, self.reader))
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -145,10 +179,10 @@ class TrainingForm(_LaunchForm):
         return fields
 
 
-def _counts(selection: str, reader: User) -> SelectionCounts:
+def _selected(selection: str, reader: User) -> QuerySet[Dialogue]:
     """What the transcript filter ``selection`` (a query string) selects for ``reader``."""
     filters = DialogueFilterForm.from_query(QueryDict(selection), reader=reader).filters()
-    return selection_counts(selected_dialogues(filters=filters, reader=reader))
+    return selected_dialogues(filters=filters, reader=reader)
 
 
 # The fine-tuning settings online training uses (how dialogues become examples, the batch and
@@ -236,8 +270,15 @@ class OnlineTrainingForm(_LaunchForm):
         if not self.priming_query:
             return None
         if not hasattr(self, "_priming_counts"):
-            self._priming_counts = _counts(self.priming_query, self.reader)
+            self._priming_counts = selection_counts(_selected(self.priming_query, self.reader))
         return self._priming_counts
+
+    def training_task_keys(self) -> frozenset[str]:
+        task_set = self.cleaned_data.get("task_set")
+        keys = task_set_task_keys(task_set.pk) if task_set is not None else frozenset()
+        if self.priming_query:
+            keys |= selection_task_keys(_selected(self.priming_query, self.reader))
+        return keys
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

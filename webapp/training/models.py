@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from models_gpu.spec.reports import PreviewResult
+
 
 class DatasetSnapshot(models.Model):
     """The dialogues a transcript filter selected, frozen at launch into a file.
@@ -28,6 +30,10 @@ class DatasetSnapshot(models.Model):
     )
     sha256 = models.CharField(max_length=64)
     path = models.CharField(max_length=500)
+    task_keys = models.JSONField(
+        default=list,
+        help_text="The task_key of every task its dialogues play (webapp.training.heldout).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -64,3 +70,8 @@ class TrainingPreview(models.Model):
     @property
     def is_done(self) -> bool:
         return self.result is not None or bool(self.error)
+
+    @property
+    def report(self) -> PreviewResult | None:
+        """What the worker found (None until it wrote it)."""
+        return PreviewResult.from_json(self.result) if self.result is not None else None

@@ -117,8 +117,7 @@ def previewed_template_problem(*, reader: User, base_model: ModelSpec, method: s
     )
     if preview is None:
         return ""
-    if preview.result is not None:
-        errors = [e["error"] for e in preview.result["examples"] if e["method"] == method]
-        return errors[0] if errors else ""
+    if preview.report is not None:
+        return preview.report.error_for(method)
     about_this_method = preview.training_config.get("method") == method
     return preview.error if about_this_method and preview.error != NOTHING_TO_TRAIN else ""

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.http import QueryDict
 
 from models_gpu.spec.online import OnlineConfig
+from models_gpu.spec.reports import PreviewResult
 from models_gpu.spec.run import RunConfig, RunConfigError
 from models_gpu.spec.training import TrainingConfig, TrainingDialogue
 from models_gpu.spec.training_run import (
@@ -29,11 +30,11 @@ from webapp.dialogues.forms import DialogueFilterForm
 from webapp.models_registry.models import ModelSpec
 from webapp.runs import services as runs
 from webapp.runs.models import MetricPoint, Run
+from webapp.training.heldout import selection_task_keys
 from webapp.training.models import DatasetSnapshot, TrainingPreview
 from webapp.training.selectors import selected_dialogues, selection_counts, training_dialogues
 
 # A priming stage's curves are the fine-tuning ones under this prefix ("priming_loss", ...).
-PRIMING_CURVES = "priming_"
 
 
 class EmptySelection(ValueError):
@@ -52,6 +53,7 @@ def snapshot_create(*, filter_query: str, reader: User, name: str = "") -> Datas
         raise EmptySelection(NOTHING_TO_TRAIN)
     sha256, path = _write_snapshot(training_dialogues(dialogues))
     return DatasetSnapshot.objects.create(
+        task_keys=sorted(selection_task_keys(dialogues)),
         name=name or f"{counts.dialogues} dialogues selected by ?{filter_query}",
         filter_query=filter_query,
         dialogue_count=counts.dialogues,
@@ -183,8 +185,9 @@ def preview_create(
     return preview
 
 
-def preview_record(*, preview_id: int, result: dict[str, object] | None, error: str = "") -> None:
-    TrainingPreview.objects.filter(pk=preview_id).update(result=result, error=error)
+def preview_record(*, preview_id: int, result: PreviewResult | None, error: str = "") -> None:
+    stored = result.to_json() if result is not None else None
+    TrainingPreview.objects.filter(pk=preview_id).update(result=stored, error=error)
 
 
 def training_output_dir(run: Run) -> Path:

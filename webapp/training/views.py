@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from models_gpu.spec.online import single_turn_baseline
+from models_gpu.spec.reports import PRIMING_PREFIX
 from models_gpu.spec.run import RunConfig, RunConfigError
 from models_gpu.spec.training_run import TrainingRunConfig
 from webapp.accounts.models import User
@@ -31,6 +32,7 @@ from webapp.runs.services import evaluation_config
 from webapp.training import services
 from webapp.training.charts import training_curves_figure, training_panels
 from webapp.training.forms import EVALUATION_FIELDS, OnlineTrainingForm, TrainingForm
+from webapp.training.heldout import overlap, task_set_task_keys, training_run_task_keys
 from webapp.training.models import TrainingPreview
 
 
@@ -227,10 +229,15 @@ def _evaluations(run: Run, config: TrainingRunConfig) -> dict[str, Any]:
             for r in shown
         ]
     )
+    held_out = None
+    if config.evaluation is not None:
+        evaluated = task_set_task_keys(config.evaluation.task_set.id)
+        held_out = overlap(training_run_task_keys(run), evaluated)
     return {
         "trained_model": trained_model,
         "base_run": base_run,
         "trained_run": trained_run,
+        "held_out": held_out,
         "differences": differences,
         "evaluation_figure": figure,
         "evaluations_finished": all(r.is_finished for r in shown) and len(shown) == 2,
@@ -262,7 +269,7 @@ def _stage(config: TrainingRunConfig, points: Mapping[str, Any]) -> str:
     once it has logged anything (the held-out evaluation before its first step included)."""
     if config.priming is None:
         return ""
-    if any(not name.startswith(services.PRIMING_CURVES) for name in points):
+    if any(not name.startswith(PRIMING_PREFIX) for name in points):
         return "stage 2 of 2: online training"
     return f"stage 1 of 2: priming ({config.priming.method})"
 

@@ -21,6 +21,7 @@ from models_gpu.spec.online import (
     single_turn_baseline,
 )
 from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.reports import HeldOutReport, Report, StepReport
 from models_gpu.spec.run import RoleSpec
 from models_gpu.spec.training import TrainingConfig
 from models_gpu.training.rollouts import rollout_tokens
@@ -121,6 +122,34 @@ def _tasks(count: int) -> list[TaskSpec]:
     return [arithmetic_job(i + 1, i % 5, (i * 3) % 5, seed=i).task for i in range(count)]
 
 
+def test_play_gives_every_task_and_sample_its_own_result() -> None:
+    """Held-out jobs number samples per task (0..n-1), so different tasks share sample indices.
+    ``play`` keyed its results by sample index alone: 32 tasks x 8 samples came back as 8
+    dialogues, each 32 times, and the held-out curve read 12.5% at turn 6 exactly (one per
+    task) while the evaluation of the same model gave 23.8%."""
+    from dataclasses import replace
+
+    from models_gpu.training.online import play
+    from tests.models_gpu.engine_doubles import Replying
+
+    def right_on_task_1(request: Any) -> str:
+        prompt = request.messages[-1].content
+        return "The answer is 3." if "1 + 2" in prompt else "The answer is 0."
+
+    jobs = [
+        replace(arithmetic_job(task, left, 2, seed=task), sample_index=sample)
+        for task, left in ((1, 1), (2, 5))
+        for sample in range(2)
+    ]
+    teacher = load_generator(RoleSpec("scripted", "feedback-teacher"))
+    results = play(Replying(right_on_task_1), jobs, DIDACTIC, teacher)
+    assert [(r.task_id, r.sample_index, r.solved) for r in results] == [
+        (1, 0, True), (1, 1, True), (2, 0, False), (2, 1, False),
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="different"):
+        play(Replying(right_on_task_1), [jobs[0], jobs[0]], DIDACTIC, teacher)
+
+
 def test_grpo_trains_on_the_engine_rollouts(tiny_model_dir: Path, tmp_path: Path) -> None:
     from models_gpu.training.online import train_online
 
@@ -131,7 +160,7 @@ def test_grpo_trains_on_the_engine_rollouts(tiny_model_dir: Path, tmp_path: Path
     online = OnlineConfig(
         group_size=2, tasks_per_step=2, horizon=2, max_new_tokens=6, store_share=0.5, eval_every=1
     )
-    logs: list[dict[str, Any]] = []
+    logs: list[Report] = []
     stored: list[tuple[int, int]] = []
     heldout = [arithmetic_job(100 + i, i, 1, seed=i) for i in range(3)]
     result = train_online(
@@ -148,15 +177,18 @@ def test_grpo_trains_on_the_engine_rollouts(tiny_model_dir: Path, tmp_path: Path
     )
     assert result.final_dir and (Path(result.final_dir) / "config.json").is_file()
     assert result.global_step == 2 and not result.stopped
-    steps = [entry for entry in logs if entry["kind"] == "step"]
-    assert [entry["step"] for entry in steps] == [1, 2]
+    steps = [entry for entry in logs if isinstance(entry, StepReport)]
+    assert [entry.step for entry in steps] == [1, 2]
     for entry in steps:
-        assert 0 <= entry["reward"] <= 1 and len(entry["accuracy_after_turn"]) == 2
-        assert entry["student_tokens"] > 0 and entry["rollout_seconds"] > 0
-        assert entry["update_seconds"] > 0 and entry["loss"] is not None
-    evaluations = [entry for entry in logs if entry["kind"] == "heldout"]
-    assert [entry["step"] for entry in evaluations] == [0, 1, 2]
-    assert all(entry["dialogues"] == 3 for entry in evaluations)
+        figures = entry.rollouts
+        assert figures is not None and 0 <= figures.mean_reward <= 1
+        assert figures.solved.dialogues == 4 and len(figures.solved.solved) == 2
+        assert figures.student_tokens > 0 and figures.rollout_seconds > 0
+        assert figures.update_seconds and figures.update_seconds > 0 and entry.loss is not None
+        assert StepReport.from_json(entry.to_json()) == entry
+    evaluations = [entry for entry in logs if isinstance(entry, HeldOutReport)]
+    assert [entry.step for entry in evaluations] == [0, 1, 2]
+    assert all(entry.solved.dialogues == 3 for entry in evaluations)
     assert stored == [(1, 2), (2, 2)], "half of each step's 4 dialogues"
     again = train_online(
         training,
@@ -167,7 +199,7 @@ def test_grpo_trains_on_the_engine_rollouts(tiny_model_dir: Path, tmp_path: Path
         teacher=load_generator(RoleSpec("scripted", "feedback-teacher")),
         output_dir=tmp_path / "run",
     )
-    assert again.final_dir == result.final_dir and again.heldout_history == result.heldout_history
+    assert again.final_dir == result.final_dir and again.heldout == result.heldout
 
 
 def test_a_stopped_online_run_resumes_to_the_weights_of_an_uninterrupted_one(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from models_gpu.spec.reports import Accounting
 from webapp.metrics.export import CSV_COLUMNS, csv_cells
 from webapp.metrics.figures import (
     TurnCounts,
@@ -74,14 +75,14 @@ def test_accounting_prefers_the_workers_record_and_falls_back_to_stored_turns() 
     counts = TurnCounts(student_turns=7, teacher_turns=4, student_prompt_tokens=70,
                         teacher_prompt_tokens=40, student_completion_tokens=14,
                         teacher_completion_tokens=8)  # fmt: skip
-    live, recorded = accounting_rows({}, counts, elapsed_seconds=12.34)
+    live, recorded = accounting_rows(Accounting(), counts, elapsed_seconds=12.34)
     assert not recorded
     assert [(row.label, row.value) for row in live] == [
         ("student generations", 7), ("teacher calls", 4), ("prompt tokens", 110),
         ("completion tokens", 22), ("wall time", 12.3),
     ]  # fmt: skip
-    worker = {"student_generations": 9, "teacher_calls": 5, "prompt_tokens": 1,
-              "completion_tokens": 2, "wall_seconds": 3.0}  # fmt: skip
+    worker = Accounting(student_generations=9, teacher_calls=5, prompt_tokens=1,
+                        completion_tokens=2, wall_seconds=3.0)  # fmt: skip
     final, recorded = accounting_rows(worker, counts, elapsed_seconds=99.0)
     assert recorded
     assert [row.value for row in final] == [9, 5, 1, 2, 3.0]

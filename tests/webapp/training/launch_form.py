@@ -8,7 +8,7 @@ from typing import Any
 def form_data(world: dict[str, Any], **changes: Any) -> dict[str, Any]:
     data = {
         "selection": "outcome=solved", "name": "", "base_model": world["base"].pk,
-        "eval_task_set": world["task_set"].pk, "eval_protocol": world["protocol"].pk,
+        "eval_task_set": world["held_out"].pk, "eval_protocol": world["protocol"].pk,
         "eval_teacher": world["teacher"].pk, "eval_samples": 1,
         "method": "sft", "learning_rate": 0.001, "epochs": 1, "max_steps": 2, "batch_size": 2,
         "gradient_accumulation_steps": 1, "max_length": 512, "warmup_ratio": 0.0,

@@ -19,7 +19,7 @@ def online_data(world: dict[str, Any], **changes: Any) -> dict[str, Any]:
         "name": "", "base_model": world["base"].pk, "task_set": world["task_set"].pk,
         "protocol": world["protocol"].pk, "teacher": world["teacher"].pk,
         "single_turn_baseline": "on",
-        "eval_task_set": world["task_set"].pk, "eval_protocol": world["protocol"].pk,
+        "eval_task_set": world["held_out"].pk, "eval_protocol": world["protocol"].pk,
         "eval_teacher": world["teacher"].pk, "eval_samples": 1,
         "group_size": 4, "tasks_per_step": 1, "horizon": 2, "gamma": 0.7, "beta": 0.0,
         "clip_epsilon": 0.2, "temperature": 1.0, "max_new_tokens": 8, "store_share": 0.1,
