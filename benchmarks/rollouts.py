@@ -100,6 +100,7 @@ warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions"
 
 from models_gpu.spec.online import OnlineConfig  # noqa: E402
 from models_gpu.spec.protocol import ProtocolSpec  # noqa: E402
+from models_gpu.spec.reports import Report, RolloutFigures, StepReport  # noqa: E402
 from models_gpu.spec.training import TrainingConfig  # noqa: E402
 from models_gpu.training import online  # noqa: E402
 from models_gpu.types import (  # noqa: E402
@@ -615,9 +616,10 @@ class StepBreakdown:
     gap_before: float
 
 
-def breakdown(timing: StepTiming, play: Play, entry: dict[str, Any]) -> StepBreakdown:
-    """One step's parts from the clock, the recorded ``online.play`` and its ``on_log`` entry."""
-    rollout = float(entry["rollout_seconds"])
+def breakdown(timing: StepTiming, play: Play, figures: RolloutFigures) -> StepBreakdown:
+    """One step's parts from the clock, the recorded ``online.play`` and its ``on_log`` report's
+    rollout figures."""
+    rollout = figures.rollout_seconds
     parts = {
         "generation": play.generate_seconds,
         "engine rest": play.seconds - play.generate_seconds,
@@ -629,7 +631,7 @@ def breakdown(timing: StepTiming, play: Play, entry: dict[str, Any]) -> StepBrea
     }
     parts["other"] = timing.seconds - sum(parts.values())
     return StepBreakdown(
-        timing.step, timing.seconds, parts, float(entry["update_seconds"]), timing.gap_before
+        timing.step, timing.seconds, parts, float(figures.update_seconds or 0.0), timing.gap_before
     )
 
 
@@ -665,7 +667,7 @@ def measure_grpo_step(
         flush=True,
     )
     clock = step_clock(synchronizer(resolve_device(args.device)))
-    logs: list[dict[str, Any]] = []
+    logs: list[Report] = []
     with recording_plays() as plays, timed_grpo_trainer(clock):
         train_online(
             training,
@@ -677,7 +679,11 @@ def measure_grpo_step(
             output_dir=work / "grpo",
             on_log=logs.append,
         )
-    entries = {entry["step"]: entry for entry in logs if entry["kind"] == "step"}
+    entries = {
+        entry.step: entry.rollouts
+        for entry in logs
+        if isinstance(entry, StepReport) and entry.rollouts is not None
+    }
     if not len(clock.steps) == len(plays) == len(entries) == args.steps:
         raise RuntimeError(
             f"{args.steps} steps expected; timed {len(clock.steps)}, {len(plays)} rollouts, "

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 if TYPE_CHECKING:
     from webapp.accounts.models import User
@@ -24,6 +25,12 @@ if TYPE_CHECKING:
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = os.environ.get("DIALAB_CHROMIUM", "/usr/bin/chromium")
+
+# Property tests draw new examples on every run on a developer's machine (to find what a fixed set
+# would not); CI draws the same ones every time, so that its result does not depend on luck.
+hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 
 def _required() -> set[str]:

@@ -1,21 +1,25 @@
 """Verifier kinds and their options (``models_gpu.verifiers`` describes what each one checks
 and the details it reports). Task forms and imports offer these kinds and validate a task's
-``verifier_config`` through ``verifier_config_problems``; each verifier reads its options with
-``read_verifier_settings``."""
+``verifier_config`` through ``verifier_config_problems`` and its private reference through
+``reference_problems`` (the same rules for a task typed in and a row imported); each verifier
+reads its options with ``read_verifier_settings``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from models_gpu.spec.numbers import reference_number
 from models_gpu.spec.settings import Setting, read_settings, settings_problems
 
 
 @dataclass(frozen=True)
 class VerifierKind:
     """``reference_fields``: what a task's private reference must hold for this verifier (the
-    task editor asks for them; the verifier has the last word)."""
+    task editor and imports ask for them, see ``reference_problems``; the verifier has the last
+    word)."""
 
     label: str
     settings: tuple[Setting, ...] = ()
@@ -70,7 +74,9 @@ VERIFIERS: Mapping[str, VerifierKind] = {
             Setting("memory_mb", "int", "address space of the code, interpreter included", 512,
                     low=64, high=65536),
         ),
-        ("tests", "entry_point"),
+        # The entry point only when the tests are a HumanEval check(candidate): asserts that
+        # call the function by name (MBPP's) need none. See reference_problems.
+        ("tests",),
     ),
     "maze": VerifierKind("Maze"),
     "code_guess": VerifierKind("Code guess"),
@@ -82,6 +88,80 @@ def verifier_config_problems(kind: str, config: Mapping[str, Any]) -> list[str]:
     if kind not in VERIFIERS:
         return [f"unknown verifier kind {kind!r}; known kinds: {', '.join(VERIFIERS)}"]
     return settings_problems(config, VERIFIERS[kind].settings)
+
+
+NUMBER_EXAMPLES = "like 42, -3.5 or 3/4"
+
+# A HumanEval-style test: ``def check(candidate)``, which the sandbox calls with the entry point.
+_CHECK_FUNCTION = re.compile(r"^def\s+check\s*\(", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class ReferenceProblem:
+    """What is wrong with a task's reference for its verifier: the reference ``field`` at fault
+    (``answer``, ``tests``, ``entry_point``, ...) and a ``message`` that starts in lower case,
+    so an import can put its line and column before it and a form can capitalise it."""
+
+    field: str
+    message: str
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """A value for a message, cut short: a reference may be thousands of characters long."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_blank(value: Any) -> bool:
+    if isinstance(value, str):
+        return not value.strip()
+    return value is None or (isinstance(value, list | dict | tuple) and not value)
+
+
+def reference_problems(kind: str, reference: Mapping[str, Any]) -> list[ReferenceProblem]:
+    """What stops the ``kind`` verifier from checking answers against ``reference`` (empty:
+    nothing found). The one rule for a reference that the task editor, the quick-add form and
+    every import apply, so a task that one accepts the others accept too: a numeric answer is
+    a number as the numeric verifier reads it, a code task's tests are Python source (with the
+    entry point when they are a HumanEval ``check(candidate)``). An unknown kind is
+    ``verifier_config_problems``' to report, not this function's."""
+    if kind not in VERIFIERS:
+        return []
+    missing = [
+        ReferenceProblem(field, f"the {kind} verifier needs {field.replace('_', ' ')}")
+        for field in VERIFIERS[kind].reference_fields
+        if _is_blank(reference.get(field))
+    ]
+    if missing:
+        return missing
+    problems = []
+    if kind == "numeric" and reference_number(reference["answer"]) is None:
+        problems.append(
+            ReferenceProblem(
+                "answer",
+                f"the numeric verifier needs a number ({NUMBER_EXAMPLES}); "
+                f"got {_shown(reference['answer'])}",
+            )
+        )
+    if kind == "code":
+        tests = reference["tests"]
+        if not isinstance(tests, str):
+            problems.append(
+                ReferenceProblem(
+                    "tests",
+                    "the code verifier needs tests as Python source text; "
+                    f"got a {type(tests).__name__}",
+                )
+            )
+        elif _CHECK_FUNCTION.search(tests) and _is_blank(reference.get("entry_point")):
+            problems.append(
+                ReferenceProblem(
+                    "entry_point",
+                    "the code verifier needs entry point: the tests define check(candidate), "
+                    "which is called with the function of that name",
+                )
+            )
+    return problems
 
 
 def read_verifier_settings(kind: str, config: Mapping[str, Any], *, task_id: int) -> dict[str, Any]:

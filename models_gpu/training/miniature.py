@@ -38,6 +38,7 @@ from models_gpu.results import turn_row
 from models_gpu.spec.miniature import MiniatureSettings
 from models_gpu.spec.online import single_turn_baseline
 from models_gpu.spec.protocol import ProtocolSpec
+from models_gpu.spec.reports import SolvedByTurn
 from models_gpu.spec.run import RoleSpec
 from models_gpu.spec.templates import DEFAULT_TEMPLATES, render_for_dialogue
 from models_gpu.spec.training import TrainingConfig, TrainingDialogue
@@ -177,10 +178,7 @@ def run_seed(
 
 def solved_by_turn(results: Sequence[DialogueResult], turns: int) -> tuple[int, ...]:
     """How many of ``results`` were solved by turn k, for k = 1..``turns``."""
-    return tuple(
-        sum(r.first_correct_turn is not None and r.first_correct_turn <= k for r in results)
-        for k in range(1, turns + 1)
-    )
+    return SolvedByTurn.of((r.first_correct_turn for r in results), turns).solved
 
 
 def _jobs(tasks: Sequence[TaskSpec], samples: int, stream: str) -> list[DialogueJob]:

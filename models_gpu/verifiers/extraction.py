@@ -7,7 +7,15 @@ non-empty line. Real model output reasons first and answers last, so "last" wins
 from __future__ import annotations
 
 import re
-from fractions import Fraction
+
+from models_gpu.spec.numbers import (
+    NUMBER_PATTERN,
+    normalise_numbers,
+    number_text,
+    parse_number,
+)
+
+__all__ = ["extract_answer", "extract_code", "extract_number", "find_numbers", "parse_number"]
 
 _BOXED_OPENER = "\\boxed{"
 _ANSWER_PHRASE = re.compile(
@@ -17,14 +25,6 @@ _ANSWER_PHRASE = re.compile(
 # A period followed by whitespace or the end ends the answer sentence; "3.5" keeps its point.
 _SENTENCE_END = re.compile(r"\.(?=\s|$)")
 _EDGE_JUNK = " \t\r\n$*"
-
-_LATEX_FRACTION = re.compile(r"\\[dt]?frac\{\s*(-?\d+)\s*\}\{\s*(-?\d+)\s*\}")
-# A minus sign counts only where it cannot be subtraction ("5-3" holds 5 and 3, not -3).
-# Thousands groups must be exactly three digits, so "1,2345" is not read as 1,234.
-_NUMBER = re.compile(
-    r"(?P<sign>(?<![\w)\]])-)?"
-    r"(?P<body>\d+/\d+|\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|\.\d+)"
-)
 
 
 def extract_answer(text: str) -> str | None:
@@ -43,7 +43,7 @@ def extract_answer(text: str) -> str | None:
 
 def find_numbers(text: str) -> list[str]:
     """Every number in ``text``, normalised: no thousands separators, ASCII minus, ``a/b``."""
-    return [_number_text(match) for match in _NUMBER.finditer(_normalise(text))]
+    return [number_text(match) for match in NUMBER_PATTERN.finditer(normalise_numbers(text))]
 
 
 def extract_number(text: str) -> str | None:
@@ -53,26 +53,6 @@ def extract_number(text: str) -> str | None:
         return None
     numbers = find_numbers(answer)
     return numbers[-1] if numbers else None
-
-
-def parse_number(text: str) -> Fraction | None:
-    """``text`` as an exact number when it is exactly one number ("-1,234", "0.75", "3/4")."""
-    match = _NUMBER.fullmatch(_normalise(text.strip()))
-    if match is None:
-        return None
-    try:
-        return Fraction(_number_text(match))
-    except (ValueError, ZeroDivisionError):  # "3/0", or more digits than int() accepts
-        return None
-
-
-def _normalise(text: str) -> str:
-    text = text.replace("\u2212", "-")  # the Unicode minus sign that models like to emit
-    return _LATEX_FRACTION.sub(lambda match: f"{match[1]}/{match[2]}", text)
-
-
-def _number_text(match: re.Match[str]) -> str:
-    return (match["sign"] or "") + match["body"].replace(",", "")
 
 
 def _last_boxed(text: str) -> str | None:

@@ -12,6 +12,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from models_gpu.spec.numbers import reference_number
 from models_gpu.types import TaskSpec, Verdict
 from models_gpu.verifiers.extraction import extract_answer, find_numbers, parse_number
 from models_gpu.verifiers.settings import reference_answer, verifier_settings
@@ -42,18 +43,7 @@ def verify_numeric(task: TaskSpec, response: str) -> Verdict:
 
 def _reference_number(task: TaskSpec) -> Fraction:
     answer = reference_answer(task)
-    number: Fraction | None
-    if isinstance(answer, bool):  # bool is an int subclass; True is not the number 1 here
-        number = None
-    elif isinstance(answer, int | Fraction):
-        number = Fraction(answer)
-    elif isinstance(answer, float):
-        # repr gives the shortest decimal that round-trips, so 0.1 becomes exactly 1/10.
-        number = Fraction(repr(answer)) if math.isfinite(answer) else None
-    elif isinstance(answer, str):
-        number = parse_number(answer)
-    else:
-        number = None
+    number = reference_number(answer)
     if number is None:
         raise ValueError(f"task {task.task_id}: reference answer {answer!r} is not a number")
     return number

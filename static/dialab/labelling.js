@@ -9,6 +9,10 @@
   const questions = Array.from(root.querySelectorAll("form.question"));
   const status = document.getElementById("save-status");
   const help = document.getElementById("help-overlay");
+  const refusal = document.getElementById("submit-refusal");
+  const submitForm = document.getElementById("submit-form");
+  const skipForm = document.getElementById("skip-form");
+  const skipReason = document.getElementById("skip-reason");
   let current = 0;
   let focused = null;
   let pending = 0;
@@ -48,7 +52,7 @@
           if (retrying) failing -= 1;
           pending -= 1;
           setState(form, response.ok ? "saved" : "error");
-          if (response.ok) { form.classList.add("answered"); form.classList.remove("prefilled"); }
+          if (response.ok) markAnswered(form);
           showStatus(); resolve();
         }).catch(function () {
           if (!retrying) { retrying = true; failing += 1; }
@@ -61,9 +65,19 @@
     });
   }
 
-  function save(form) {
+  // A saved answer is the annotator's: no longer a suggestion, nor unanswered. (A cleared
+  // text box stays unanswered for the server; it says so if the item is submitted.)
+  function markAnswered(form) {
+    form.classList.add("answered");
+    form.classList.remove("prefilled", "unanswered");
+    form.removeAttribute("aria-invalid");
+  }
+
+  // confirmed: the suggestion the annotator confirmed (stored as such), or undefined.
+  function save(form, confirmed) {
     const body = new FormData(form);
     body.set("nonce", nonce());
+    if (confirmed !== undefined) body.set("confirm", confirmed);
     if (form.dataset.kind === "multiple_choice" && !body.getAll("value").length) body.append("value", "");
     form._seq = (form._seq || 0) + 1;
     const seq = form._seq;
@@ -87,9 +101,24 @@
       });
       text.addEventListener("change", function () { clearTimeout(timer); });
     }
-    form.addEventListener("submit", function (event) { event.preventDefault(); save(form); });
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      const button = event.submitter;
+      if (button && button.name === "confirm") confirmSuggestion(form);
+      else save(form);
+    });
     form.addEventListener("focusin", function () { focusQuestion(form, false); });
   });
+
+  // A suggestion (the leak detector's) is only shown; confirming it (its button, or c) makes it
+  // the annotator's answer.
+  function confirmSuggestion(form) {
+    const suggested = form.dataset.suggestion;
+    if (!suggested || !form.classList.contains("prefilled")) return;
+    const input = form.querySelector("input[name=value][value='" + suggested + "']");
+    if (input) input.checked = true;
+    save(form, suggested);
+  }
 
   function stopOf(form) { return stops.indexOf(form.closest(".stop")); }
 
@@ -140,10 +169,62 @@
     if (link) settled().then(function () { window.location.href = link.href; });
   }
 
-  function submitItem(formId) {
-    status.textContent = "saving…";
-    settled().then(function () { document.getElementById(formId).requestSubmit(); });
+  // The server refuses an item with required questions unanswered, and names them: say so
+  // next to the toolbar, mark them, and go to the first.
+  function refuse(message, ids) {
+    refusal.textContent = message;
+    refusal.hidden = false;
+    questions.forEach(function (form) {
+      const missing = ids.indexOf(form.id) >= 0;
+      form.classList.toggle("unanswered", missing);
+      if (missing) form.setAttribute("aria-invalid", "true");
+      else form.removeAttribute("aria-invalid");
+    });
+    focusUnanswered();
   }
+
+  function focusUnanswered() {
+    const first = root.querySelector("form.question.unanswered");
+    if (!first) return false;
+    focusQuestion(first, true);
+    first.scrollIntoView({ block: "center" });
+    return true;
+  }
+
+  let submitting = false;
+  function submitItem() {
+    if (submitting) return;
+    submitting = true;
+    status.textContent = "submitting…";
+    settled().then(function () {
+      return fetch(submitForm.action, {
+        method: "POST", body: new FormData(submitForm), credentials: "same-origin",
+        headers: { "X-CSRFToken": csrf, Accept: "application/json" },
+      });
+    }).then(function (response) {
+      return response.json().then(function (data) { return { ok: response.ok, data: data }; });
+    }).then(function (result) {
+      if (result.ok && result.data.submitted) { window.location.href = result.data.next; return; }
+      submitting = false; showStatus();
+      refuse(result.data.error || "Not submitted.", result.data.unanswered || []);
+    }).catch(function () {
+      // No answer from the server: the plain form post says what happened.
+      submitForm.submit();
+    });
+  }
+
+  function skipItem() {
+    skipReason.focus();
+    skipReason.select();
+  }
+
+  submitForm.addEventListener("submit", function (event) { event.preventDefault(); submitItem(); });
+  // The reason is required (the browser checks it before this runs); pending saves go first.
+  skipForm.addEventListener("submit", function (event) {
+    event.preventDefault();
+    status.textContent = "saving…";
+    settled().then(function () { skipForm.submit(); });
+  });
 
   function togglePrivate() {
     const panels = document.querySelectorAll("details.private-context");
@@ -174,11 +255,14 @@
       event.preventDefault(); choose(focused, Number(key) - 1);
     } else if (key === "y" && kind === "yes_no") { event.preventDefault(); choose(focused, 0); }
     else if (key === "n" && kind === "yes_no") { event.preventDefault(); choose(focused, 1); }
+    else if (key === "c" && focused && focused.classList.contains("prefilled")) {
+      event.preventDefault(); confirmSuggestion(focused);
+    }
     // Items move with ] and [ only: n is "no", and must never leave the page on a slip.
     else if (key === "]") { event.preventDefault(); go("next-item"); }
     else if (key === "[") { event.preventDefault(); go("previous-item"); }
-    else if (key === "Enter") { event.preventDefault(); submitItem("submit-form"); }
-    else if (key === "s") { event.preventDefault(); submitItem("skip-form"); }
+    else if (key === "Enter") { event.preventDefault(); submitItem(); }
+    else if (key === "s") { event.preventDefault(); skipItem(); }
     else if (key === "v") { event.preventDefault(); togglePrivate(); }
   });
 
@@ -188,5 +272,6 @@
 
   const start = stops.findIndex(function (stop) { return "#" + stop.id === window.location.hash; });
   setStop(start >= 0 ? start : 0, true);
+  focusUnanswered();  // a submit refused without JavaScript's help marked them
   showStatus();
 })();

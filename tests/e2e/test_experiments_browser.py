@@ -113,7 +113,7 @@ def test_a_lost_in_conversation_experiment_played_by_a_real_worker(page, worker)
         message=worker.output,
     )
     page.wait_for_selector("#lic-live:not([hx-get])")  # the page noticed, and stopped polling
-    assert page.locator("#lic-provisional").count() == 0
+    assert page.locator("#lic-partial").count() == 0
     for condition in ("FULL", "CONCAT", "SHARDED"):
         row = page.locator(f"tr[data-condition={condition}]")
         assert "Succeeded" in row.inner_text()

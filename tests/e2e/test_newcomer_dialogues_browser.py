@@ -138,8 +138,9 @@ def test_comparing_and_reading_dialogues_as_a_newcomer(page, worker) -> None:  #
     speakers = page.locator(".conversation .turn .speaker").all_text_contents()
     labels = [" ".join(label.split()) for label in speakers[1:]]  # the first is the task
     assert len(set(labels)) == len(labels), labels
-    assert labels[0].startswith("#1 User simulator shard 1 of 3")
-    assert labels[2].startswith("#3 User simulator shard 2 of 3")
+    # Each message named as on every page (webapp/dialogues/numbering.py).
+    assert labels[0].startswith("User simulator · turn 1 · message #1 · shard 1 of 3")
+    assert labels[2].startswith("User simulator · turn 1 · message #3 · shard 2 of 3")
     assert page.locator("#round-1").text_content() == "Turn 1"
     assert page.locator("#private-toggle").count() == 0
     page.keyboard.press("p")  # nothing to switch: the page stays as it was, without errors

@@ -8,6 +8,8 @@
 - A dialogue forked after turn 2 with another teacher, and the two branches side by side.
 - A batch counterfactual: a run's dialogues replayed from turn 1 with another teacher, and the
   paired comparison with their parents.
+- A stored rollout of an online training run (its configuration a TrainingRunConfig) opens its
+  fork panel with no error and forks like any dialogue, under its rollouts' configuration.
 """
 
 from __future__ import annotations
@@ -16,9 +18,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.config_builders import StoredKind, stored_training_run
 from tests.e2e.conftest import wait_until
 from tests.e2e.test_transcripts_browser import shot
-from tests.factories import PASSWORD, ProtocolFactory, TaskFactory, TaskSetFactory, UserFactory
+from tests.factories import (
+    PASSWORD,
+    ProtocolFactory,
+    StudentFactory,
+    TaskFactory,
+    TaskSetFactory,
+    UserFactory,
+)
 from webapp.accounts.models import User
 from webapp.dialogues.models import Dialogue, PendingTurn, Turn
 from webapp.models_registry.models import ModelSpec
@@ -276,3 +286,33 @@ def test_a_batch_counterfactual_and_its_paired_comparison(
     assert f"{unsolved_after_1} pair" in page.text_content("main")
     assert page.locator("#provisional").count() == 0
     shot(page, "forks-3-counterfactual")
+
+
+def test_a_stored_rollout_of_online_training_opens_its_fork_panel_and_forks(page, worker) -> None:  # type: ignore[no-untyped-def]
+    """Before, its fork panel answered 500 (the run's configuration is a TrainingRunConfig of
+    schema 4, read as a RunConfig) and the dialogue page showed "Something went wrong"."""
+    ada = UserFactory(username="ada")
+    online = stored_training_run(StoredKind(4, online=True))
+    rollout = online.rollouts[0]
+    StudentFactory(name="scripted student")
+
+    log_in(page, ada, f"/dialogues/{rollout.pk}/")
+    page.wait_for_selector("#fork-panel #fork-form-card")  # swapped in by htmx
+    assert "Something went wrong" not in page.content()
+    assert "training step 1" in page.text_content("#rollout-note")
+    assert online.teacher.name in page.text_content("#rollout-roles")
+    shot(page, "forks-4-rollout")
+
+    page.click(f"a.fork-after[href$='after={rollout.turns.get(index=0).index}']")
+    page.wait_for_selector("#fork-form")
+    assert "Something went wrong" not in page.content()
+    assert page.input_value("#id_teacher") == str(online.teacher.pk), "the rollouts' teacher"
+    page.select_option("#id_student", label="scripted student")
+    page.click("#fork-form button:has-text('Fork')")
+    page.wait_for_url("**/runs/*/")
+    fork_run = played(Run.objects.get(pk=int(page.url.rstrip("/").rsplit("/", 1)[1])), worker)
+    fork = Dialogue.objects.get(run=fork_run)
+    assert (fork.parent_id, fork.fork_turns, fork.task_id) == (rollout.pk, 1, rollout.task_id)
+    page.goto(f"/dialogues/{rollout.pk}/")
+    page.wait_for_selector("#branch-tree")
+    assert f"#{fork.pk}" in page.text_content("#branch-tree")

@@ -14,6 +14,7 @@ from tests.e2e.conftest import wait_until
 from tests.factories import PASSWORD, ProtocolFactory, TaskFactory, TaskSetFactory, UserFactory
 from webapp.dialogues.models import Dialogue
 from webapp.models_registry.models import ModelSpec
+from webapp.runs import selectors
 from webapp.runs.models import Run
 from webapp.runs.services import evaluation_run_create
 
@@ -84,3 +85,25 @@ def test_cancel_from_the_page_stops_a_running_run_within_seconds(page, start_wor
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "run-cancelled.png"), full_page=True)
     print(f"cancel took {stopped_after:.2f} s; {stored} dialogues kept")
+    check_the_cancelled_runs_curve(page, run)
+
+
+def check_the_cancelled_runs_curve(page, run: Run) -> None:  # type: ignore[no-untyped-def]
+    """A cancelled run's curve is over the dialogues of the batches that finished: one
+    denominator for every turn, never dropping, marked partial, and the same in the runs table.
+    (Before, it counted the stored dialogues per turn, the cut batch's early solves included,
+    and read 8.3% after turn 4 then 0.0% after turn 5.)"""
+    metrics = selectors.run_metrics(run=run)
+    counted = metrics.counted
+    assert counted.partial and counted.complete, "a batch of 4 finished before the cancel"
+    cells = page.locator("#accuracy-table tbody tr").first.locator("td").all_text_contents()
+    shown = [float(cell.rstrip("%")) for cell in cells]
+    assert len(shown) == 3 and shown == sorted(shown), f"accuracy after turn k drops: {shown}"
+    counts = page.locator("#accuracy-counts td").all_text_contents()
+    assert {count.split("/")[1] for count in counts} == {str(counted.dialogues)}
+    assert counted.description in page.locator("#metrics-partial").inner_text()
+    legend = page.locator("#accuracy-chart .legendtext").first.inner_text()
+    assert legend.endswith(f"(n={counted.dialogues}, partial)")
+    page.goto("/runs/")
+    final = page.locator(f"tr[data-run='{run.pk}'] td.num").nth(1).inner_text()
+    assert final.startswith(f"{shown[-1]:.1f}%"), (final, shown)

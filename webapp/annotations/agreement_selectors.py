@@ -2,8 +2,9 @@
 
 An item is a (dialogue, turn) pair for turn questions and (dialogue, None) for whole-dialogue
 questions; each annotator gives at most one value per item (the model's unique constraints).
-Drafts never count: only labels with ``is_draft=False``. A whole report is three queries
-(the schema, its questions and its labels) whatever the number of labels.
+Only labels count (``selectors.given_labels``): never drafts, nor suggestions stored without
+anyone confirming them (they are counted apart, to say how many were left out). A whole report
+is three queries (the schema, its questions and its labels) whatever the number of labels.
 """
 
 from __future__ import annotations
@@ -16,20 +17,18 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef, QuerySet
 from django.urls import reverse
 
+from webapp.annotations.models import Annotation, LabelQuestion, QueueAssignment
+from webapp.annotations.selectors import given_labels
+from webapp.dialogues.models import Turn
+from webapp.dialogues.numbering import MessageRef
 from webapp.metrics import agreement
-from webapp.annotations.models import (
-    Annotation,
-    AnnotationRevision,
-    LabelQuestion,
-    QueueAssignment,
-)
 
 ItemKey = tuple[int, int | None]  # (dialogue id, turn id or None)
 
 # The yes/no question compared with the leak detector (Turn.leak_flag); a setting may rename it.
 DEFAULT_DETECTOR_QUESTION = "reveals_answer"
-# services.item_submit stores a pre-filled answer the annotator left untouched with this nonce.
-PREFILL_NONCE_PREFIX = "prefill-"
+UNCONFIRMED = Annotation.Source.UNCONFIRMED_PREFILL
+CONFIRMED_SUGGESTION = Annotation.Source.CONFIRMED_SUGGESTION
 
 YES = {"yes", "y", "true", "1"}
 NO = {"no", "n", "false", "0"}
@@ -55,9 +54,12 @@ def detector_question_key() -> str:
 
 @dataclass(frozen=True)
 class ItemRef:
+    """A labelled item: a message of a dialogue (named and linked as on every page), or the
+    whole dialogue (``message`` None)."""
+
     dialogue_id: int
     turn_id: int | None
-    turn_index: int | None
+    message: MessageRef | None = None
 
     @property
     def key(self) -> ItemKey:
@@ -65,13 +67,15 @@ class ItemRef:
 
     @property
     def url(self) -> str:
-        url = reverse("dialogue_detail", args=[self.dialogue_id])
-        return url if self.turn_index is None else f"{url}#turn-{self.turn_index}"
+        if self.message is not None:
+            return self.message.url
+        return reverse("dialogue_detail", args=[self.dialogue_id])
 
     @property
     def label(self) -> str:
-        name = f"dialogue #{self.dialogue_id}"
-        return name if self.turn_index is None else f"{name}, turn {self.turn_index}"
+        if self.message is not None:
+            return self.message.full_label
+        return f"dialogue #{self.dialogue_id}"
 
 
 @dataclass
@@ -90,7 +94,8 @@ class QuestionLabels:
     items: dict[ItemKey, ItemRef] = field(default_factory=dict)
     annotators: dict[int, str] = field(default_factory=dict)
     leak_flags: dict[ItemKey, bool] = field(default_factory=dict)
-    prefilled_untouched: int = 0  # labels that are the suggested answer, submitted unchanged
+    confirmed_suggestions: int = 0  # labels that confirm the suggestion (c, or its button)
+    unconfirmed_left_out: int = 0  # suggestions stored unconfirmed (before 0005): not labels
     skipped: int = 0  # labels whose value could not be read for this kind
 
     @property
@@ -147,9 +152,25 @@ def submitted_labels(
     dialogue_id: int | None = None,
     queue_id: int | None = None,
 ) -> QuerySet[Annotation]:
-    """Submitted (non-draft) labels of a schema, optionally of one question, run, dialogue or
-    queue (a queue keeps the labels its assigned annotators gave on its dialogues)."""
-    labels = Annotation.objects.filter(question__schema_id=schema_id, is_draft=False).exclude(
+    """The labels of a schema (``given_labels``: submitted, given by the annotator),
+    optionally of one question, run, dialogue or queue (a queue keeps the labels its assigned
+    annotators gave on its dialogues)."""
+    return _of_schema(
+        given_labels(), schema_id=schema_id, question_id=question_id, run_id=run_id,
+        dialogue_id=dialogue_id, queue_id=queue_id,
+    )  # fmt: skip
+
+
+def _of_schema(
+    labels: QuerySet[Annotation],
+    *,
+    schema_id: int,
+    question_id: int | None,
+    run_id: int | None,
+    dialogue_id: int | None,
+    queue_id: int | None,
+) -> QuerySet[Annotation]:
+    labels = labels.filter(question__schema_id=schema_id).exclude(
         question__kind=LabelQuestion.Kind.FREE_TEXT
     )
     if question_id is not None:
@@ -191,39 +212,46 @@ def question_labels(
     }  # fmt: skip
     if not result:
         return []
-    labels = submitted_labels(
-        schema_id=schema_id, question_id=question_id, run_id=run_id,
-        dialogue_id=dialogue_id, queue_id=queue_id,
+    # Submitted answers, the unconfirmed suggestions among them only counted (one query).
+    submitted = _of_schema(
+        Annotation.objects.filter(is_draft=False), schema_id=schema_id,
+        question_id=question_id, run_id=run_id, dialogue_id=dialogue_id, queue_id=queue_id,
     ).order_by()  # fmt: skip
-    prefilled = AnnotationRevision.objects.filter(
-        annotation_id=OuterRef("pk"), nonce__startswith=PREFILL_NONCE_PREFIX
-    )
-    rows = labels.annotate(prefilled=Exists(prefilled)).values_list(
-        "pk", "question_id", "dialogue_id", "turn_id", "turn__index", "turn__leak_flag",
-        "author_id", "author__username", "value", "prefilled",
+    rows = submitted.values_list(
+        "pk", "question_id", "dialogue_id", "turn_id", "turn__index", "turn__round",
+        "turn__role", "turn__leak_flag", "author_id", "author__username", "value", "source",
     )  # fmt: skip
-    for _pk, qid, did, tid, tindex, leak, author, username, raw, untouched in sorted(
+    roles = dict(Turn.Role.choices)
+    for _pk, qid, did, tid, tindex, tround, role, leak, author, username, raw, source in sorted(
         rows, key=_row_order
     ):
         labelled = result[qid]
+        if source == UNCONFIRMED:
+            labelled.unconfirmed_left_out += 1
+            continue
         value = normalize(labelled.kind, raw)
         if value is None:
             labelled.skipped += 1
             continue
-        item = ItemRef(dialogue_id=did, turn_id=tid, turn_index=tindex)
+        message = None
+        if tid is not None:
+            message = MessageRef(
+                dialogue_id=did, index=tindex, round=tround, role_display=roles.get(role, role)
+            )
+        item = ItemRef(dialogue_id=did, turn_id=tid, message=message)
         labelled.items.setdefault(item.key, item)
         labelled.data.setdefault(item.key, {})[author] = value
         labelled.annotators.setdefault(author, username)
         if tid is not None:
             labelled.leak_flags[item.key] = bool(leak)
-        labelled.prefilled_untouched += bool(untouched)
+        labelled.confirmed_suggestions += source == CONFIRMED_SUGGESTION
     for labelled in result.values():
         labelled.annotators = dict(sorted(labelled.annotators.items(), key=lambda a: a[1]))
     return list(result.values())
 
 
 def _row_order(row: tuple[Any, ...]) -> tuple[int, int, int, int]:
-    _pk, _qid, did, _tid, tindex, _leak, author, *_ = row
+    _pk, _qid, did, _tid, tindex, _round, _role, _leak, author, *_ = row
     return (did, -1 if tindex is None else tindex, author, row[0])
 
 

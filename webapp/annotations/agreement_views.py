@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, render
 
 from webapp.annotations import agreement_selectors as selectors
 from webapp.annotations.models import Annotation, LabelQuestion, LabelQueue, LabelSchema
+from webapp.annotations.selectors import given_labels
 from webapp.core.permissions import researcher_required
 from webapp.runs.models import Run
 
@@ -58,9 +59,13 @@ class Filters:
 
 @researcher_required
 def agreement_index(request: HttpRequest) -> HttpResponse:
-    submitted = Q(questions__annotations__is_draft=False)
+    # The labels (selectors.given_labels): submitted, and not a suggestion nobody
+    # confirmed.
+    given = Q(questions__annotations__is_draft=False) & ~Q(
+        questions__annotations__source=Annotation.Source.UNCONFIRMED_PREFILL
+    )
     schemas = LabelSchema.objects.annotate(
-        label_count=Count("questions__annotations", filter=submitted)
+        label_count=Count("questions__annotations", filter=given)
     ).order_by("name")
     return render(request, "annotations/agreement_index.html", {"schemas": schemas})
 
@@ -73,9 +78,7 @@ def agreement_schema(request: HttpRequest, schema_id: int) -> HttpResponse:
         schema_id=schema.pk, run_id=filters.run_id, dialogue_id=filters.dialogue_id,
         queue_id=filters.queue_id,
     )  # fmt: skip
-    labelled = Annotation.objects.filter(
-        question__schema=schema, is_draft=False, dialogue__run_id=OuterRef("pk")
-    )
+    labelled = given_labels().filter(question__schema=schema, dialogue__run_id=OuterRef("pk"))
     context = {
         "schema": schema,
         "filters": filters,

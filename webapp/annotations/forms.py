@@ -29,8 +29,9 @@ class QuestionForm(forms.ModelForm):  # type: ignore[type-arg]
 
     class Meta:
         model = LabelQuestion
-        fields = ["text", "key", "kind", "target", "guidelines", "prefill"]
+        fields = ["text", "key", "kind", "target", "guidelines", "prefill", "optional"]
         widgets = {"guidelines": forms.Textarea(attrs={"rows": 4})}
+        labels = {"optional": "Optional (annotators may leave it unanswered)"}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -3,6 +3,10 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+# Until migration 0005, submitting an item stored each suggestion left unanswered through a
+# revision with the nonce ``prefill-<assignment>-<question>-<turn>``.
+PREFILL_NONCE_PREFIX = "prefill-"
+
 
 class LabelSchema(models.Model):
     """A named set of questions that annotators answer about dialogues or turns."""
@@ -42,8 +46,14 @@ class LabelQuestion(models.Model):
     )
     guidelines = models.TextField(blank=True, help_text="Markdown, shown beside the question.")
     position = models.PositiveSmallIntegerField(default=0)
-    # Where a suggested answer comes from, for the human to confirm ("" = none).
+    # Where a suggested answer comes from, for the human to confirm ("" = none). A suggestion
+    # is only ever shown: it is stored once the person confirms it or chooses an answer.
     prefill = models.CharField(max_length=32, choices=Prefill.choices, blank=True, default="")
+    # Every question must be answered before an item is submitted, unless it is optional.
+    optional = models.BooleanField(
+        default=False,
+        help_text="Annotators may submit an item without answering it (otherwise required).",
+    )
 
     class Meta:
         ordering = ["schema", "position"]
@@ -80,7 +90,18 @@ class LabelQuestion(models.Model):
 
 
 class Annotation(models.Model):
-    """One annotator's answer to one question about a dialogue or one of its turns."""
+    """One annotator's answer to one question about a dialogue or one of its turns.
+
+    A label (what agreement, exports and label filters count) is a submitted answer the person
+    gave: ``is_draft`` False and ``source`` not ``UNCONFIRMED_PREFILL``
+    (``selectors.given_labels``)."""
+
+    class Source(models.TextChoices):
+        PERSON = "person", "Chosen by the annotator"
+        CONFIRMED_SUGGESTION = "confirmed_suggestion", "A suggestion the annotator confirmed"
+        # Written by item submission before suggestions needed confirming (migration 0005
+        # marks them): the suggestion, never seen to be agreed with. Not a label.
+        UNCONFIRMED_PREFILL = "unconfirmed_prefill", "A suggestion nobody confirmed"
 
     question = models.ForeignKey(
         LabelQuestion, on_delete=models.CASCADE, related_name="annotations"
@@ -101,6 +122,7 @@ class Annotation(models.Model):
     value = models.JSONField()
     # True until the author submits the item; drafts are saved as each answer is given.
     is_draft = models.BooleanField(default=False)
+    source = models.CharField(max_length=24, choices=Source.choices, default=Source.PERSON)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -146,6 +168,11 @@ class AnnotationRevision(models.Model):
     def __str__(self) -> str:
         return f"revision of {self.annotation_id}"
 
+    @property
+    def unconfirmed_prefill(self) -> bool:
+        """Written by item submission from a suggestion nobody confirmed (before 0005)."""
+        return self.nonce.startswith(PREFILL_NONCE_PREFIX)
+
 
 class LabelQueue(models.Model):
     """Dialogues picked by a transcript filter, each given to ``annotators_per_item`` people."""
@@ -185,6 +212,8 @@ class QueueAssignment(models.Model):
     )
     position = models.PositiveIntegerField(help_text="Order of the dialogue in the queue.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    # Why the annotator put the item aside (required to skip); kept if the item is done later.
+    skip_reason = models.CharField(max_length=500, blank=True, default="")
     submitted_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 

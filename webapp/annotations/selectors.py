@@ -13,6 +13,7 @@ from typing import Any
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 
 from webapp.accounts.models import User
+from webapp.annotations.items import is_answer, prefill_value, slot_id
 from webapp.annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -21,10 +22,19 @@ from webapp.annotations.models import (
     LabelSchema,
     QueueAssignment,
 )
-from webapp.annotations.services import prefill_value
 from webapp.dialogues.models import Dialogue, Turn
 
 DONE = QueueAssignment.Status.DONE
+
+
+def given_labels() -> QuerySet[Annotation]:
+    """The labels: submitted answers the annotators gave. Never drafts, nor suggestions that
+    item submission stored without anyone confirming them (before migration 0005). Agreement,
+    exports and the transcript filters by label (and the training sets they select) all start
+    from here."""
+    return Annotation.objects.filter(is_draft=False).exclude(
+        source=Annotation.Source.UNCONFIRMED_PREFILL
+    )
 
 
 def schema_list() -> QuerySet[LabelSchema]:
@@ -217,13 +227,35 @@ def answer_target(*, pk: int, user: User, question_id: int, turn_id: int | None)
 
 @dataclass
 class QuestionState:
-    """A question about one turn (or the dialogue) and this annotator's answer to it."""
+    """A question about one turn (or the dialogue) and this annotator's answer to it, or the
+    suggestion it starts from: shown, never stored until the annotator confirms it."""
 
     question: LabelQuestion
-    value: Any = None
+    turn_id: int | None
+    value: Any = None  # the annotator's own answer (None: none)
     answered: bool = False
-    prefilled: bool = False
+    suggestion: Any = None  # an unconfirmed suggestion (None: none)
     choices: list[Any] = field(default_factory=list)
+
+    @property
+    def prefilled(self) -> bool:
+        """A suggestion is shown, waiting for the annotator to confirm or change it."""
+        return self.suggestion is not None and not self.answered
+
+    @property
+    def suggestion_value(self) -> str:
+        """The suggestion as the form sends it ("yes"/"no" for a yes/no question)."""
+        if isinstance(self.suggestion, bool):
+            return "yes" if self.suggestion else "no"
+        return "" if self.suggestion is None else str(self.suggestion)
+
+    @property
+    def required(self) -> bool:
+        return not self.question.optional
+
+    @property
+    def form_id(self) -> str:
+        return slot_id(self.question.pk, self.turn_id)
 
 
 @dataclass
@@ -264,15 +296,18 @@ def item_neighbours(*, assignment: QueueAssignment) -> ItemNeighbours:
 
 def labelling_stops(*, assignment: QueueAssignment) -> list[Stop]:
     """The turns and questions of an item with the annotator's own answers (never anybody
-    else's: blind labelling), prefilled suggestions where the question has one: one query on
-    top of ``assignment_for``'s."""
+    else's: blind labelling), and the suggestion of each unanswered question that has one: one
+    query on top of ``assignment_for``'s. An answer stored from a suggestion nobody confirmed
+    (before migration 0005) shows as that suggestion, unanswered."""
     dialogue = assignment.dialogue
     questions = list(assignment.queue.schema.questions.all())
     mine = {
         (answer.question_id, answer.turn_id): answer.value
         for answer in Annotation.objects.filter(
             dialogue=dialogue, author_id=assignment.annotator_id, question__in=questions
-        ).only("question_id", "turn_id", "value")
+        )
+        .exclude(source=Annotation.Source.UNCONFIRMED_PREFILL)
+        .only("question_id", "turn_id", "value")
     }
     by_role: dict[str, list[LabelQuestion]] = defaultdict(list)
     for question in questions:
@@ -281,13 +316,12 @@ def labelling_stops(*, assignment: QueueAssignment) -> list[Stop]:
     def states(turn: Turn | None, role: str) -> list[QuestionState]:
         result = []
         for question in by_role.get(role, []):
-            key = (question.pk, turn.pk if turn else None)
-            if key in mine:
-                state = QuestionState(question, mine[key], answered=True)
-            else:
-                suggestion = prefill_value(question=question, turn=turn)
-                state = QuestionState(question, suggestion, prefilled=suggestion is not None)
-            state.choices = question.answer_choices
+            turn_id = turn.pk if turn else None
+            state = QuestionState(question, turn_id, choices=question.answer_choices)
+            if (question.pk, turn_id) in mine:
+                state.value = mine[(question.pk, turn_id)]
+                state.answered = is_answer(question=question, value=state.value)
+            state.suggestion = prefill_value(question=question, turn=turn)
             result.append(state)
         return result
 

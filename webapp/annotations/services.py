@@ -21,6 +21,12 @@ from django.db.models import Max
 from django.utils import timezone
 
 from webapp.accounts.models import User
+from webapp.annotations.items import (
+    Unanswered,
+    prefill_value,
+    refusal_message,
+    unanswered,
+)
 from webapp.annotations.models import (
     Annotation,
     AnnotationRevision,
@@ -56,14 +62,17 @@ def question_save(
     options: list[Any],
     guidelines: str = "",
     prefill: str = "",
+    optional: bool = False,
     question: LabelQuestion | None = None,
 ) -> LabelQuestion:
-    """Create a question at the end of the schema, or update ``question``."""
+    """Create a question at the end of the schema, or update ``question``. A question is
+    required (an item cannot be submitted without its answer) unless ``optional``."""
     if question is None:
         last = schema.questions.aggregate(last=Max("position"))["last"]
         question = LabelQuestion(schema=schema, position=0 if last is None else last + 1)
     question.key, question.text, question.kind, question.target = key, text, kind, target
     question.options, question.guidelines, question.prefill = options, guidelines, prefill
+    question.optional = optional
     question.full_clean()
     question.save()
     return question
@@ -202,9 +211,15 @@ def annotation_save(
     value: Any,
     nonce: str = "",
     draft: bool = True,
+    confirms_suggestion: bool = False,
 ) -> int:
     """Upsert one answer and record the change as a revision (who, when, old → new); returns
     the answer's id.
+
+    The answer is the annotator's (``Annotation.Source.PERSON``), or, when they confirmed the
+    question's suggestion (``confirms_suggestion``, and ``value`` is that suggestion), a
+    confirmed suggestion. Saving the value already stored with another source (confirming an
+    answer stored unconfirmed) is a change too, with its revision.
 
     Idempotent: a request whose ``nonce`` this author already used changes nothing, and so does
     saving the value already stored. Concurrent duplicates are settled by the unique
@@ -214,9 +229,12 @@ def annotation_save(
     """
     _check_target(question=question, dialogue=dialogue, turn=turn)
     write = _write_in_one_statement if connection.vendor == "postgresql" else _write_in_steps
+    suggestion = prefill_value(question=question, turn=turn)
+    confirmed = confirms_suggestion and suggestion is not None and value is suggestion
     answer = _Answer(
         question_id=question.pk, dialogue_id=dialogue.pk, turn_id=turn.pk if turn else None,
         author_id=author.pk, value=value, nonce=nonce or uuid.uuid4().hex, draft=draft,
+        source=Annotation.Source.CONFIRMED_SUGGESTION if confirmed else Annotation.Source.PERSON,
     )  # fmt: skip
     for attempt in range(2):  # a concurrent first save may win the insert: go again, as an update
         try:
@@ -243,6 +261,7 @@ class _Answer:
     value: Any
     nonce: str
     draft: bool
+    source: str
 
     def lookup(self) -> dict[str, Any]:
         found = {"question_id": self.question_id, "author_id": self.author_id}
@@ -260,10 +279,10 @@ def _write_in_steps(answer: _Answer) -> int:
             stored = Annotation.objects.create(
                 question_id=answer.question_id, dialogue_id=answer.dialogue_id,
                 turn_id=answer.turn_id, author_id=answer.author_id, value=answer.value,
-                is_draft=answer.draft,
+                is_draft=answer.draft, source=answer.source,
             )  # fmt: skip
             old_value = None
-        elif stored.value == answer.value:
+        elif stored.value == answer.value and stored.source == answer.source:
             # The one write without a revision (a draft becoming final, its value unchanged),
             # so a seen nonce is looked up.
             if answer.draft or not stored.is_draft or _nonce_used(answer):
@@ -273,9 +292,9 @@ def _write_in_steps(answer: _Answer) -> int:
             return stored.pk
         else:
             old_value = stored.value
-            stored.value = answer.value
+            stored.value, stored.source = answer.value, answer.source
             stored.is_draft = answer.draft and stored.is_draft
-            stored.save(update_fields=["value", "is_draft", "updated_at"])
+            stored.save(update_fields=["value", "source", "is_draft", "updated_at"])
         AnnotationRevision.objects.create(
             annotation=stored, author_id=answer.author_id, old_value=old_value,
             new_value=answer.value, nonce=answer.nonce,
@@ -297,27 +316,30 @@ def _nonce_used(answer: _Answer) -> bool:
 # each revision's old value is the value it replaced.
 _SAVE_IN_ONE_STATEMENT = """
 WITH stored AS (
-    SELECT id, value, is_draft FROM {answers}
+    SELECT id, value, source, is_draft FROM {answers}
     WHERE question_id = %(question_id)s AND author_id = %(author_id)s AND {item}
     FOR UPDATE
 ), inserted AS (
     INSERT INTO {answers}
-        (question_id, dialogue_id, turn_id, author_id, value, is_draft, created_at, updated_at)
+        (question_id, dialogue_id, turn_id, author_id, value, source, is_draft, created_at,
+         updated_at)
     SELECT %(question_id)s, %(dialogue_id)s, %(turn_id)s, %(author_id)s, %(value)s::jsonb,
-           %(draft)s, %(now)s, %(now)s
+           %(source)s, %(draft)s, %(now)s, %(now)s
     WHERE NOT EXISTS (SELECT FROM stored)
     RETURNING id
 ), updated AS (
     UPDATE {answers} AS answer
-    SET value = %(value)s::jsonb, is_draft = answer.is_draft AND %(draft)s, updated_at = %(now)s
+    SET value = %(value)s::jsonb, source = %(source)s,
+        is_draft = answer.is_draft AND %(draft)s, updated_at = %(now)s
     FROM stored
     WHERE answer.id = stored.id AND (
-        stored.value <> %(value)s::jsonb
+        stored.value <> %(value)s::jsonb OR stored.source <> %(source)s
         -- the one write without a revision, so a seen nonce is looked up
         OR (stored.is_draft AND NOT %(draft)s AND NOT EXISTS (
             SELECT FROM {revisions} WHERE author_id = %(author_id)s AND nonce = %(nonce)s))
     )
-    RETURNING answer.id, stored.value AS old_value, stored.value <> %(value)s::jsonb AS changed
+    RETURNING answer.id, stored.value AS old_value,
+              (stored.value <> %(value)s::jsonb OR stored.source <> %(source)s) AS changed
 ), revised AS (
     INSERT INTO {revisions} (annotation_id, author_id, old_value, new_value, nonce, created_at)
     SELECT id, %(author_id)s, NULL, %(value)s::jsonb, %(nonce)s, %(now)s FROM inserted
@@ -356,37 +378,52 @@ def _write_in_one_statement(answer: _Answer) -> int:
     return pk
 
 
-def prefill_value(*, question: LabelQuestion, turn: Turn | None) -> Any:
-    """The suggested answer a question starts from, or None."""
-    if question.prefill == LabelQuestion.Prefill.LEAK_FLAG and turn is not None:
-        return bool(turn.leak_flag)
-    return None
+class ItemIncomplete(ValidationError):
+    """An item submitted with required questions unanswered; ``unanswered`` names them."""
+
+    def __init__(self, unanswered: list[Unanswered]) -> None:
+        self.unanswered = unanswered
+        super().__init__(refusal_message(unanswered), code="unanswered")
+
+
+def item_unanswered(*, assignment: QueueAssignment) -> list[Unanswered]:
+    """The item's required questions its annotator has not answered, in page order: three
+    queries (the questions, the dialogue's turns and the annotator's answers)."""
+    questions = list(assignment.queue.schema.questions.order_by("position", "pk"))
+    turns = list(
+        Turn.objects.filter(dialogue_id=assignment.dialogue_id)
+        .order_by("index")
+        .only("pk", "dialogue_id", "index", "round", "role")
+    )
+    rows = (
+        Annotation.objects.filter(
+            dialogue_id=assignment.dialogue_id,
+            author_id=assignment.annotator_id,
+            question__in=questions,
+        )
+        .exclude(source=Annotation.Source.UNCONFIRMED_PREFILL)
+        .values_list("question_id", "turn_id", "value")
+    )
+    answers = {(question_id, turn_id): value for question_id, turn_id, value in rows}
+    return unanswered(questions=questions, turns=turns, answers=answers)
 
 
 @transaction.atomic
 def item_submit(*, assignment: QueueAssignment) -> QueueAssignment:
-    """Mark an item done: drafts become final, and suggested answers the annotator left as
-    they were are stored as confirmed. Submitting twice changes nothing the second time."""
+    """Mark an item done, its drafts final. Refused (``ItemIncomplete``, nothing written) while
+    a required question is unanswered: a suggestion the annotator did not confirm is no
+    answer, and is never stored as one. Submitting a done item changes nothing."""
     assignment = QueueAssignment.objects.select_for_update().get(pk=assignment.pk)
     if assignment.status == QueueAssignment.Status.DONE:
         return assignment
-    dialogue = assignment.dialogue
-    questions = list(assignment.queue.schema.questions.all())
-    answered = set(
-        Annotation.objects.filter(
-            dialogue=dialogue, author_id=assignment.annotator_id, question__in=questions
-        ).values_list("question_id", "turn_id")
-    )
-    for question in (q for q in questions if q.prefill):
-        for turn in dialogue.turns.filter(role=question.role):
-            if (question.pk, turn.pk) not in answered:
-                annotation_save(
-                    question=question, dialogue=dialogue, turn=turn,
-                    author=assignment.annotator, value=prefill_value(question=question, turn=turn),
-                    nonce=f"prefill-{assignment.pk}-{question.pk}-{turn.pk}", draft=False,
-                )  # fmt: skip
+    missing = item_unanswered(assignment=assignment)
+    if missing:
+        raise ItemIncomplete(missing)
     Annotation.objects.filter(
-        dialogue=dialogue, author_id=assignment.annotator_id, question__in=questions, is_draft=True
+        dialogue_id=assignment.dialogue_id,
+        author_id=assignment.annotator_id,
+        question__schema_id=assignment.queue.schema_id,
+        is_draft=True,
     ).update(is_draft=False, updated_at=timezone.now())
     assignment.status = QueueAssignment.Status.DONE
     assignment.submitted_at = timezone.now()
@@ -394,8 +431,18 @@ def item_submit(*, assignment: QueueAssignment) -> QueueAssignment:
     return assignment
 
 
-def item_skip(*, assignment: QueueAssignment) -> None:
-    """Put an item aside (a done item stays done)."""
-    QueueAssignment.objects.filter(pk=assignment.pk, status=QueueAssignment.Status.PENDING).update(
-        status=QueueAssignment.Status.SKIPPED, updated_at=timezone.now()
-    )
+SKIP_REASON_MAX = QueueAssignment._meta.get_field("skip_reason").max_length or 500
+
+
+def item_skip(*, assignment: QueueAssignment, reason: str) -> None:
+    """Put an item aside, saying why (required; a skipped item may be skipped again with a new
+    reason). A done item stays done."""
+    reason = " ".join(reason.split())
+    if not reason:
+        raise ValidationError("Say why you skip this item.", code="reason")
+    if len(reason) > SKIP_REASON_MAX:
+        raise ValidationError(f"A reason is at most {SKIP_REASON_MAX} characters.", code="reason")
+    QueueAssignment.objects.filter(
+        pk=assignment.pk,
+        status__in=[QueueAssignment.Status.PENDING, QueueAssignment.Status.SKIPPED],
+    ).update(status=QueueAssignment.Status.SKIPPED, skip_reason=reason, updated_at=timezone.now())

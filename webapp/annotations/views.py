@@ -56,6 +56,7 @@ def _question_form_save(form: QuestionForm, schema: LabelSchema) -> LabelQuestio
             **{name: data[name] for name in ("key", "text", "kind", "target", "guidelines")},
             options=data["options"],
             prefill=data["prefill"],
+            optional=data["optional"],
         )
     except ValidationError as error:
         form.add_error(None, error)
@@ -214,8 +215,16 @@ def _assignment_or_404(request: HttpRequest, pk: int) -> QueueAssignment:
         raise Http404("No such item in your queues.") from None
 
 
-def item_label(request: HttpRequest, pk: int) -> HttpResponse:
-    assignment = _assignment_or_404(request, pk)
+def _item_page(
+    request: HttpRequest,
+    assignment: QueueAssignment,
+    *,
+    refusal: services.ItemIncomplete | None = None,
+    skip_error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    """The labelling page; after a refused submit, with why next to the toolbar and the
+    unanswered questions marked (the page then focuses the first of them)."""
     context = {
         "assignment": assignment,
         "queue": assignment.queue,
@@ -223,8 +232,16 @@ def item_label(request: HttpRequest, pk: int) -> HttpResponse:
         "dialogue": assignment.dialogue,
         "stops": selectors.labelling_stops(assignment=assignment),
         "neighbours": selectors.item_neighbours(assignment=assignment),
+        "refusal": refusal.message if refusal else "",
+        "unanswered": {item.slot_id for item in refusal.unanswered} if refusal else set(),
+        "skip_error": skip_error,
+        "skip_reason_max": services.SKIP_REASON_MAX,
     }
-    return render(request, "annotations/item_label.html", context)
+    return render(request, "annotations/item_label.html", context, status=status)
+
+
+def item_label(request: HttpRequest, pk: int) -> HttpResponse:
+    return _item_page(request, _assignment_or_404(request, pk))
 
 
 def _row_id(value: str) -> int | None:
@@ -248,11 +265,15 @@ def item_answer(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("No such item in your queues.") from None
     question, turn = target.question, target.turn
     error = ""
+    # "confirm" carries the suggestion the annotator confirmed (its button, or the c key):
+    # it is the answer, stored as a confirmed suggestion.
+    confirm = request.POST.get("confirm", "")
     if question is None or (turn_id and turn is None):
         error = "No such question or turn in this item."
     else:
         try:
-            value = services.clean_value(question=question, raw=request.POST.getlist("value"))
+            raw = [confirm] if confirm else request.POST.getlist("value")
+            value = services.clean_value(question=question, raw=raw)
             services.annotation_save(
                 question=question,
                 dialogue=target.dialogue,
@@ -261,36 +282,56 @@ def item_answer(request: HttpRequest, pk: int) -> HttpResponse:
                 value=value,
                 nonce=request.POST.get("nonce", "")[:64],
                 draft=not target.item_done,
+                confirms_suggestion=bool(confirm),
             )
         except ValidationError as problem:
             error = " ".join(problem.messages)
-    if request.htmx or request.headers.get("accept", "").startswith("application/json"):
+    if _wants_json(request):
         if error:
             return JsonResponse({"saved": False, "error": error}, status=400)
         return JsonResponse({"saved": True, "value": value})
     if error:
         messages.error(request, error)
-    return redirect(f"{reverse('item_label', args=[pk])}#turn-{turn.index if turn else 'dialogue'}")
-
-
-def _next_item(assignment: QueueAssignment) -> HttpResponse:
     return redirect(
-        f"{reverse('queue_next', args=[assignment.queue_id])}?after={assignment.position}"
+        f"{reverse('item_label', args=[pk])}#{turn.message_anchor if turn else 'dialogue'}"
     )
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    """The labelling page's script (htmx-style header, or asking for JSON)."""
+    return bool(request.htmx) or request.headers.get("accept", "").startswith("application/json")
+
+
+def _next_item_url(assignment: QueueAssignment) -> str:
+    return f"{reverse('queue_next', args=[assignment.queue_id])}?after={assignment.position}"
 
 
 @require_POST
 def item_submit(request: HttpRequest, pk: int) -> HttpResponse:
+    """Submit an item, or refuse with the unanswered questions named: as JSON for the page's
+    script (which shows it and focuses the first), as the page itself without JavaScript."""
     assignment = _assignment_or_404(request, pk)
-    services.item_submit(assignment=assignment)
-    return _next_item(assignment)
+    try:
+        services.item_submit(assignment=assignment)
+    except services.ItemIncomplete as refusal:
+        if _wants_json(request):
+            unanswered = [item.slot_id for item in refusal.unanswered]
+            body = {"submitted": False, "error": refusal.message, "unanswered": unanswered}
+            return JsonResponse(body, status=400)
+        return _item_page(request, assignment, refusal=refusal, status=400)
+    if _wants_json(request):
+        return JsonResponse({"submitted": True, "next": _next_item_url(assignment)})
+    return redirect(_next_item_url(assignment))
 
 
 @require_POST
 def item_skip(request: HttpRequest, pk: int) -> HttpResponse:
     assignment = _assignment_or_404(request, pk)
-    services.item_skip(assignment=assignment)
-    return _next_item(assignment)
+    try:
+        services.item_skip(assignment=assignment, reason=request.POST.get("reason", ""))
+    except ValidationError as problem:
+        return _item_page(request, assignment, skip_error=" ".join(problem.messages), status=400)
+    return redirect(_next_item_url(assignment))
 
 
 @researcher_required

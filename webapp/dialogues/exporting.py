@@ -16,12 +16,19 @@ One record (a JSONL line) is::
     {"id", "run": {"id", "name", "config_hash", "student", "teacher", "protocol"},
      "task": {"id", "external_id", "prompt", "domain", "difficulty", ["reference"]},
      "sample_index", "seed", "outcome", "first_correct_turn", "num_turns", "end_reason",
-     "turns": [{"index", "round", "role", "kind", "text", "extracted_answer", "is_correct",
-                "score", "verdict_sandbox", ["verdict_details", "private_context"],
-                "leak_flag", "prompt_tokens", "completion_tokens", "latency_ms",
-                "labels": [LABEL, ...]}, ...],
+     "ended_by", "end_note",   # who ended it by hand, and why (end reason "ended_by_person")
+     "turns": [{"index", "message_number", "round", "role", "kind", "text",
+                "extracted_answer", "is_correct", "score", "verdict_sandbox",
+                ["verdict_details", "private_context"], "leak_flag", "prompt_tokens",
+                "completion_tokens", "latency_ms", "labels": [LABEL, ...]}, ...],
      "labels": [LABEL, ...]}      # labels of the whole dialogue
     LABEL = {"schema", "question", "value", "author", "updated_at"}
+
+A turn's numbers are the pages' (webapp/dialogues/numbering.py): ``index`` is its place from 0,
+``message_number`` (``index + 1``) the "message #n" every page shows and the dialogue page's
+``#message-<n>`` anchor, and ``round`` the turn k of "Teacher · turn k · message #n" (and of
+``first_correct_turn`` and ``num_turns``). Labels are what the annotators gave: submitted, and
+never a suggestion nobody confirmed.
 
 ``verdict_sandbox`` is how a code verdict's candidate ran: "bubblewrap", "none" (unsandboxed,
 ``DIALAB_SANDBOX=none``), or null for verdicts that ran no code. It is exported with or without
@@ -50,10 +57,12 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from webapp.annotations.models import Annotation
+from webapp.annotations.selectors import given_labels
 from webapp.dialogues import selectors
 from webapp.dialogues.filters import DialogueFilters
 from webapp.dialogues.forms import DialogueFilterForm
 from webapp.dialogues.models import Dialogue, Turn
+from webapp.dialogues.numbering import message_number
 
 EXPORT_CHUNK = 500
 
@@ -87,9 +96,12 @@ _DIALOGUE_FIELDS = (
     "first_correct_turn",
     "num_turns",
     "end_reason",
+    "ended_by",
+    "end_note",
 )
 _TURN_FIELDS_BEFORE_PRIVATE = (
     "index",
+    "message_number",  # computed: index + 1, as pages number messages
     "round",
     "role",
     "kind",
@@ -101,6 +113,7 @@ _TURN_FIELDS_BEFORE_PRIVATE = (
 TURN_PRIVATE_FIELDS = ("verdict_details", "private_context")
 # Read from inside verdict_details without reading the rest of it (that is private).
 _VERDICT_SANDBOX = KT("verdict_details__sandbox")
+_COMPUTED_TURN_FIELDS = ("message_number", "verdict_sandbox")
 _TURN_FIELDS_AFTER_PRIVATE = (
     "leak_flag",
     "prompt_tokens",
@@ -169,9 +182,9 @@ def _chunks(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str
 
 
 def _submitted_labels() -> QuerySet[Annotation]:
-    """Labels that count as given. Drafts (work in progress an annotator has not submitted)
-    never leave Dialab."""
-    return Annotation.objects.filter(is_draft=False)
+    """Labels that count as given (``given_labels``). Drafts (work in progress an annotator
+    has not submitted) never leave Dialab, nor do suggestions nobody confirmed."""
+    return given_labels()
 
 
 def _label_record(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -194,7 +207,7 @@ def _chunk_records(
         *(TURN_PRIVATE_FIELDS if include_private else ()),
         *_TURN_FIELDS_AFTER_PRIVATE,
     )
-    stored_fields = [name for name in turn_fields if name != "verdict_sandbox"]
+    stored_fields = [name for name in turn_fields if name not in _COMPUTED_TURN_FIELDS]
     turns_by_dialogue: dict[int, list[dict[str, Any]]] = defaultdict(list)
     turns_by_pk: dict[int, dict[str, Any]] = {}
     for row in (
@@ -203,6 +216,7 @@ def _chunk_records(
         .values("pk", "dialogue_id", *stored_fields, verdict_sandbox=_VERDICT_SANDBOX)
         .iterator(chunk_size=EXPORT_CHUNK * 20)
     ):
+        row["message_number"] = message_number(row["index"])
         record = {name: row[name] for name in turn_fields}
         record["labels"] = []
         turns_by_dialogue[row["dialogue_id"]].append(record)
@@ -298,6 +312,7 @@ def hf_features(*, include_private: bool = False) -> Any:
     }
     turn: dict[str, Any] = {
         "index": Value("int32"),
+        "message_number": Value("int32"),
         "round": Value("int32"),
         "role": Value("string"),
         "kind": Value("string"),
@@ -343,6 +358,8 @@ def hf_features(*, include_private: bool = False) -> Any:
             "first_correct_turn": Value("int32"),
             "num_turns": Value("int32"),
             "end_reason": Value("string"),
+            "ended_by": Value("string"),
+            "end_note": Value("string"),
             "turns": List(turn),
             "labels": List(label),
         }

@@ -104,6 +104,7 @@ class DialogueFilters:
     task_id: int | None = None
     student_id: int | None = None
     outcome: str = ""
+    end_reason: str = ""  # Dialogue.EndReason: "no_answer" (timed out), "ended_by_person", ...
     first_correct_turn: IntRange | None = None
     num_turns: IntRange | None = None
     # Online training's stored rollouts: the optimizer steps they were played at.

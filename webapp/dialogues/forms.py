@@ -271,6 +271,11 @@ class DialogueFilterForm(forms.Form):
         required=False,
         label="Outcome",
     )
+    end_reason = forms.ChoiceField(
+        choices=[("", "any"), *Dialogue.EndReason.choices],
+        required=False,
+        label="How it ended",
+    )
     first_correct = IntRangeField(
         required=False,
         label="First correct turn",
@@ -381,6 +386,7 @@ class DialogueFilterForm(forms.Form):
             task_id=data.get("task"),
             student_id=student.pk if student else None,
             outcome=data.get("outcome") or "",
+            end_reason=data.get("end_reason") or "",
             first_correct_turn=data.get("first_correct"),
             num_turns=data.get("turns"),
             training_step=data.get("step"),

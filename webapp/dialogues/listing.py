@@ -37,6 +37,7 @@ class ListRow:
     sample: int
     outcome: str
     outcome_label: str
+    ended_by_person: bool  # ended by hand, not played to its end (nor timed out)
     first_correct: str
     turns: int
     leaked: bool
@@ -65,6 +66,7 @@ def list_rows(rows: Sequence[Mapping[str, Any]], *, link_runs: bool) -> list[Lis
             sample=row["sample_index"],
             outcome=row["outcome"],
             outcome_label=OUTCOME_LABELS.get(row["outcome"], row["outcome"]),
+            ended_by_person=row["end_reason"] == Dialogue.EndReason.ENDED_BY_PERSON,
             first_correct=str(row["first_correct_turn"] or "—"),
             turns=row["num_turns"],
             leaked=row["leaked"],

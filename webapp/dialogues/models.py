@@ -4,6 +4,8 @@ from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
+from webapp.dialogues.numbering import MessageRef, legacy_anchor, message_anchor, message_number
+
 # Each transcript-list sort walks one of these indexes (see ``filters.SORTS``): the sort key,
 # then the tie-breakers in the same direction, so that one index serves both directions. The
 # default sort (newest run first, its tasks in order) has an index for each direction, and so
@@ -67,6 +69,9 @@ class Dialogue(models.Model):
         SHARDS_EXHAUSTED = "shards_exhausted", "All shards revealed"
         ERROR = "error", "Error"
         NO_ANSWER = "no_answer", "A person did not answer in time"
+        # A researcher ended it from its waiting turn's page (``ended_by``, ``end_note``); not a
+        # time-out. Unsolved, like every dialogue that did not reach a correct answer.
+        ENDED_BY_PERSON = "ended_by_person", "Ended by a person"
 
     run = models.ForeignKey("runs.Run", on_delete=models.CASCADE, related_name="dialogues")
     task = models.ForeignKey("tasks.Task", on_delete=models.PROTECT, related_name="dialogues")
@@ -95,6 +100,10 @@ class Dialogue(models.Model):
         help_text="Turn rounds played (the student's replies)."
     )
     end_reason = models.CharField(max_length=32, choices=EndReason.choices)
+    # A dialogue a person ended by hand (``EndReason.ENDED_BY_PERSON``): who (their username,
+    # as turns written in the browser name their person) and the reason they gave.
+    ended_by = models.CharField(max_length=150, blank=True, default="")
+    end_note = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     # Copies, for the transcript list (see the class docstring).
     task_position = models.PositiveIntegerField(
@@ -139,11 +148,25 @@ class Dialogue(models.Model):
             models.Index(fields=["leaked"], name="dialogue_leaked"),
             models.Index(fields=["changed_answer"], name="dialogue_changed_answer"),
             models.Index(fields=["turn_kinds"], name="dialogue_turn_kinds"),
+            # "How it ended" finds the few dialogues with a rare end (by a person, an error).
+            models.Index(fields=["end_reason"], name="dialogue_end_reason"),
             *SORT_INDEXES,
         ]
 
     def __str__(self) -> str:
         return f"dialogue {self.pk}"
+
+    @property
+    def fork_point(self) -> MessageRef | None:
+        """A fork's last kept message of its parent (its turn k when the selector annotated
+        ``fork_round``), or None for a dialogue that is not a fork."""
+        if self.parent_id is None or not self.fork_turns:
+            return None
+        return MessageRef(
+            dialogue_id=self.parent_id,
+            index=self.fork_turns - 1,
+            round=getattr(self, "fork_round", None),
+        )
 
 
 class Turn(models.Model):
@@ -189,6 +212,34 @@ class Turn(models.Model):
     def __str__(self) -> str:
         return f"{self.role} turn {self.index}"
 
+    # The one numbering of messages (webapp/dialogues/numbering.py): every page and export
+    # names a message with these.
+    @property
+    def message_number(self) -> int:
+        return message_number(self.index)
+
+    @property
+    def message_anchor(self) -> str:
+        return message_anchor(self.index)
+
+    @property
+    def legacy_anchor(self) -> str:
+        return legacy_anchor(self.index)
+
+    @property
+    def message_ref(self) -> MessageRef:
+        return MessageRef(
+            dialogue_id=self.dialogue_id,
+            index=self.index,
+            round=self.round,
+            role_display=self.get_role_display(),
+        )
+
+    @property
+    def message_label(self) -> str:
+        """The message's label, e.g. "Teacher · turn 2 · message #4"."""
+        return self.message_ref.label
+
 
 class PendingTurn(models.Model):
     """A dialogue parked for a person: the turns so far, whose turn it is, and what that role
@@ -198,8 +249,9 @@ class PendingTurn(models.Model):
 
     Life: open (waiting; ``claimed_by`` is who is answering, so no one else can) -> answered
     (the worker picks it up) -> done (the dialogue went on: ended, or parked again in a new row).
-    An open turn can also time out (the dialogue ends "no_answer") or be cancelled with its run;
-    ``events`` records reassignments and endings with their reasons.
+    An open turn can also time out (the dialogue ends "no_answer"), be ended by a researcher
+    (the dialogue ends "ended_by_person") or be cancelled with its run; ``events`` records
+    reassignments and endings with who and why.
     """
 
     class Status(models.TextChoices):
@@ -207,6 +259,7 @@ class PendingTurn(models.Model):
         ANSWERED = "answered", "Answered"
         DONE = "done", "Done"
         TIMED_OUT = "timed_out", "Timed out"
+        ENDED = "ended", "Ended by a person"
         CANCELLED = "cancelled", "Cancelled"
 
     LIVE_STATUSES = (Status.OPEN, Status.ANSWERED)

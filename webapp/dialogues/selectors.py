@@ -6,11 +6,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
-from django.db.models.functions import Left
+from django.db.models import Count, Exists, F, JSONField, OuterRef, Q, QuerySet
+from django.db.models.functions import Coalesce, Left
 
 from webapp.accounts.models import User
 from webapp.annotations.models import Annotation, LabelQuestion, QueueAssignment
+from webapp.annotations.selectors import given_labels
 from webapp.dialogues import search
 from webapp.dialogues.filters import DialogueFilters, IntRange, LabelMatch
 from webapp.dialogues.models import Dialogue, Turn
@@ -41,6 +42,8 @@ def _filter_fields(dialogues: QuerySet[Dialogue], filters: DialogueFilters) -> Q
         dialogues = dialogues.filter(run__student_id=filters.student_id)
     if filters.outcome:
         dialogues = dialogues.filter(outcome=filters.outcome)
+    if filters.end_reason:
+        dialogues = dialogues.filter(end_reason=filters.end_reason)
     if filters.first_correct_turn is not None:
         dialogues = _range(dialogues, "first_correct_turn", filters.first_correct_turn)
     if filters.num_turns is not None:
@@ -69,9 +72,10 @@ def _filter_turns(dialogues: QuerySet[Dialogue], filters: DialogueFilters) -> Qu
 def _filter_labels(
     dialogues: QuerySet[Dialogue], filters: DialogueFilters, reader: User | None
 ) -> QuerySet[Dialogue]:
-    """Submitted labels only. An annotator's label filters look at their own labels alone, so
-    filtering cannot reveal what others answered (blind labelling)."""
-    labels = Annotation.objects.filter(dialogue=OuterRef("pk"), is_draft=False)
+    """Labels only (``given_labels``: no drafts, no suggestion nobody confirmed). An
+    annotator's label filters look at their own labels alone, so filtering cannot reveal what
+    others answered (blind labelling)."""
+    labels = given_labels().filter(dialogue=OuterRef("pk"))
     if reader is not None and not reader.is_researcher:
         labels = labels.filter(author=reader)
     if filters.labelled is not None:
@@ -162,7 +166,7 @@ PROMPT_HEAD = 301
 
 ROW_FIELDS = (
     "pk", "run_id", "task_id", "sample_index", "outcome", "first_correct_turn", "num_turns",
-    "leaked", "created_at", "run__name", "student_name",
+    "end_reason", "leaked", "created_at", "run__name", "student_name",
 )  # fmt: skip
 
 
@@ -233,7 +237,7 @@ DIALOGUE_PAGE_RELATIONS = (
 # grows with its task set).
 DIALOGUE_PAGE_FIELDS = (
     "run_id", "task_id", "sample_index", "seed", "outcome", "first_correct_turn", "num_turns",
-    "end_reason", "created_at", "training_step",
+    "end_reason", "ended_by", "end_note", "created_at", "training_step",
     "task__external_id", "task__prompt", "task__reference", "task__verifier_kind",
     "task__verifier_config", "task__task_set__name", "task__task_set__version",
     "run__name", "run__protocol__name", "run__student__name", "run__teacher__name",
@@ -241,23 +245,42 @@ DIALOGUE_PAGE_FIELDS = (
 )  # fmt: skip
 
 
+def _played_protocol(flag: str) -> Coalesce:
+    """A flag of the protocol the dialogue was played under (``Run.dialogue_config``): an
+    evaluation's own, an online training run's rollouts' (its configuration has no top-level
+    protocol)."""
+    return Coalesce(
+        F(f"run__config__protocol__{flag}"),
+        F(f"run__config__rollouts__protocol__{flag}"),
+        output_field=JSONField(),
+    )
+
+
 # What the run's frozen protocol said about privacy, read from inside its configuration (the
 # protocol row may have been edited since; the whole configuration is too big to read).
 FROZEN_PROTOCOL_FLAGS = {
-    "protocol_mode": F("run__config__protocol__mode"),
-    "teacher_sees_reference": F("run__config__protocol__teacher_sees_reference"),
-    "teacher_sees_verifier_details": F("run__config__protocol__teacher_sees_verifier_details"),
+    "protocol_mode": _played_protocol("mode"),
+    "teacher_sees_reference": _played_protocol("teacher_sees_reference"),
+    "teacher_sees_verifier_details": _played_protocol("teacher_sees_verifier_details"),
+}
+# An online training run's rollout was played under its rollouts' protocol and teacher, not the
+# held-out evaluation's that the run's own columns name (null for an evaluation's dialogue).
+ROLLOUT_ROLES = {
+    "rollout_protocol_name": F("run__config__rollouts__protocol__name"),
+    "rollout_teacher_name": F("run__config__rollouts__teacher__name"),
+    "rollout_user_simulator_name": F("run__config__rollouts__user_simulator__name"),
 }
 
 
 def dialogue_with_turns(*, pk: int, reader: User | None = None) -> Dialogue:
     """One dialogue with what its page shows (``DIALOGUE_PAGE_FIELDS``), its turns, and its
-    run's frozen protocol flags (``FROZEN_PROTOCOL_FLAGS``, as attributes)."""
+    run's frozen protocol flags (``FROZEN_PROTOCOL_FLAGS``) and, for a rollout of online
+    training, the roles it was played with (``ROLLOUT_ROLES``), as attributes."""
     return (
         visible_to(Dialogue.objects.all(), reader=reader)
         .select_related(*DIALOGUE_PAGE_RELATIONS)
         .only(*DIALOGUE_PAGE_FIELDS)
-        .annotate(**FROZEN_PROTOCOL_FLAGS)
+        .annotate(**FROZEN_PROTOCOL_FLAGS, **ROLLOUT_ROLES)
         .prefetch_related("turns")
         .order_by()  # one row: the default ordering would only cost planning time
         .get(pk=pk)

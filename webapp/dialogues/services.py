@@ -17,14 +17,20 @@ from webapp.tasks.models import Task
 
 @transaction.atomic
 def dialogues_store(
-    *, run_id: int, dialogues: Sequence[DialogueRow], training_step: int | None = None
+    *,
+    run_id: int,
+    dialogues: Sequence[DialogueRow],
+    training_step: int | None = None,
+    ended_by: str = "",
+    end_note: str = "",
 ) -> int:
     """Insert finished dialogues and their turns in two bulk inserts; return how many were new.
 
     A dialogue already stored for the same (task, sample) is skipped, so a re-delivered or
     resumed job can hand the same results in again without duplicating them. Each dialogue
     gets the copies the transcript list reads (its task's position, the student's name as the
-    run froze it, ``summary.turn_summary``, on PostgreSQL its search document).
+    run froze it, ``summary.turn_summary``, on PostgreSQL its search document). ``ended_by``
+    and ``end_note``: who ended these dialogues by hand and why (``webapp.people``).
     """
     stored = set(
         Dialogue.objects.filter(
@@ -52,6 +58,8 @@ def dialogues_store(
             first_correct_turn=d.first_correct_turn,
             num_turns=d.num_turns,
             end_reason=d.end_reason,
+            ended_by=ended_by,
+            end_note=end_note,
             task_position=positions[d.task_id],
             student_name=student_name or base_name or "",
             training_step=training_step,

@@ -32,6 +32,7 @@ from webapp.metrics.stats import (
     percentile_interval,
 )
 from webapp.runs.models import Run
+from webapp.runs.selectors import counted_whole_dialogues
 
 CONDITIONS = ("FULL", "CONCAT", "SHARDED")
 
@@ -80,12 +81,13 @@ class DialogueScore:
     first_attempt: int | None  # the round of its first answer attempt, None: never attempted
 
 
-def dialogue_scores(run_ids: Sequence[int]) -> list[DialogueScore]:
-    """Every dialogue's score (solved counts as 1, whatever the verifier's scale) and the round
-    of its first attempt. One query."""
+def dialogue_scores(runs: Sequence[Run]) -> list[DialogueScore]:
+    """Every counted dialogue's score (solved counts as 1, whatever the verifier's scale) and
+    the round of its first attempt: while a run plays, over the dialogues its figures count
+    (``webapp.metrics.partial``). Three queries."""
     attempt = Q(turns__role=Turn.Role.STUDENT, turns__kind=Turn.Kind.ATTEMPT)
     rows = (
-        Dialogue.objects.filter(run_id__in=run_ids)
+        Dialogue.objects.filter(counted_whole_dialogues(runs=runs))
         .annotate(
             best=Coalesce(Max("turns__score", filter=attempt), 0.0, output_field=FloatField()),
             first_attempt=Min("turns__round", filter=attempt),
@@ -124,7 +126,7 @@ def _premature(scores: Sequence[DialogueScore]) -> list[FirstAttempt]:
 
 def lic_metrics(experiment: LostInConversation) -> LicMetrics:
     runs = experiment.runs
-    scores = dialogue_scores([run.pk for run in runs.values()])
+    scores = dialogue_scores(list(runs.values()))
     by_run: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for dialogue in scores:
         by_run[dialogue.run_id][dialogue.task_id].append(dialogue.score)

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 
 from django.db.models import F, OuterRef, QuerySet, Subquery
 
+from models_gpu.spec.run import RoleSpec, RunConfig
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.selectors import AlignedRound, align_rounds
-from webapp.runs.models import Run
+from webapp.models_registry.models import ModelSpec
+from webapp.runs.models import Protocol, Run
 
 # A family bigger than this is cut (and says so): a page lists it whole.
 MAX_TREE_NODES = 300
@@ -35,6 +37,45 @@ def _tree_rows() -> QuerySet[Dialogue]:
     )
 
 
+@dataclass(frozen=True)
+class PlayedWith:
+    """How a run played its dialogues, as the fork forms start from it: the configuration they
+    were played under (``Run.dialogue_config``) and the rows it names. An evaluation's rows are
+    its own columns. An online training run's are its rollouts' (the base model as the
+    student: the policy at each training step is no model of the registry), which its columns
+    do not name (they name its held-out evaluation's); ``rollouts`` says so."""
+
+    config: RunConfig
+    student: ModelSpec | None
+    teacher: ModelSpec | None
+    user_simulator: ModelSpec | None
+    judge: ModelSpec | None
+    protocol: Protocol | None
+    rollouts: bool
+
+
+def played_with(run: Run) -> PlayedWith:
+    """How ``run`` played its dialogues; ``ValueError`` for a run that plays none (offline
+    training). A training run's rows are read by the ids its configuration names (two queries);
+    one deleted since is None."""
+    config = run.dialogue_config
+    if config is None:
+        raise ValueError(f"run {run.pk} plays no dialogues: it has no dialogue to fork")
+    if run.kind != Run.Kind.TRAIN:
+        roles = (run.student, run.teacher, run.user_simulator, run.judge)
+        return PlayedWith(config, *roles, protocol=run.protocol, rollouts=False)
+    specs = (config.student, config.teacher, config.user_simulator, config.judge)
+    models = ModelSpec.objects.in_bulk([spec.id for spec in specs if spec and spec.id])
+
+    def row(spec: RoleSpec | None) -> ModelSpec | None:
+        return models.get(spec.id) if spec is not None and spec.id is not None else None
+
+    protocol = (
+        Protocol.objects.filter(pk=config.protocol.id).first() if config.protocol.id else None
+    )
+    return PlayedWith(config, *map(row, specs), protocol=protocol, rollouts=True)
+
+
 @dataclass
 class BranchNode:
     """A dialogue in its family tree, with the branches forked from it."""
@@ -44,7 +85,8 @@ class BranchNode:
 
     @property
     def teacher_name(self) -> str:
-        teacher = self.dialogue.run.frozen_config.teacher
+        played = self.dialogue.run.dialogue_config
+        teacher = played.teacher if played is not None else None
         return teacher.name if teacher is not None else ""
 
 

@@ -72,7 +72,8 @@ class ForkPoint:
 
 def fork_points(*, turns: Sequence[Turn], max_turns: int, dialogue_id: int = 0) -> list[ForkPoint]:
     """Every turn of a dialogue that a fork under a protocol of ``max_turns`` can go on after,
-    labelled for a select ("after turn 2, #3 (student: The answer is…)")."""
+    labelled for a select ("after Student · turn 2 · message #3: The answer is…", the
+    message named as on every page)."""
     points = []
     for turn in turns:
         keep = turn.index + 1
@@ -80,14 +81,13 @@ def fork_points(*, turns: Sequence[Turn], max_turns: int, dialogue_id: int = 0) 
             continue
         text = " ".join(turn.text.split())
         head = text if len(text) <= 40 else f"{text[:40].rstrip()}…"
-        speaker = turn.get_role_display().lower()
         points.append(
             ForkPoint(
                 keep=keep,
                 index=turn.index,
                 round=turn.round,
                 role=turn.role,
-                label=f"after turn {turn.round}, #{turn.index + 1} ({speaker}: {head})",
+                label=f"after {turn.message_label}: {head}",
             )
         )
     return points

@@ -40,12 +40,13 @@ def _add_problems(form: forms.Form, error: RunConfigError) -> None:
         form.add_error(problem.field if problem.field in form.fields else None, problem.message)
 
 
-def _carried_roles(run: Run, protocol: Protocol) -> dict[str, Any]:
-    """The parent run's user simulator and judge, where the chosen protocol calls them."""
+def _carried_roles(played: selectors.PlayedWith, protocol: Protocol) -> dict[str, Any]:
+    """The user simulator and judge the parent was played with, where the chosen protocol
+    calls them."""
     spec = protocol_spec(protocol)
     return {
-        "user_simulator": run.user_simulator if spec.mode == "sharded" else None,
-        "judge": run.judge if spec.asks_judge else None,
+        "user_simulator": played.user_simulator if spec.mode == "sharded" else None,
+        "judge": played.judge if spec.asks_judge else None,
     }
 
 
@@ -69,15 +70,17 @@ def fork_panel(request: HttpRequest, pk: int) -> HttpResponse:
         pk=pk,
     )
     turns = list(dialogue.turns.all())
-    run = dialogue.run
+    # Under what the dialogue was played: its run's configuration, or an online training run's
+    # rollouts' (a rollout forks like any dialogue, into an evaluation of the training tasks).
+    played = selectors.played_with(dialogue.run)
     points = services.fork_points(
-        turns=turns, max_turns=run.frozen_config.protocol.max_turns, dialogue_id=dialogue.pk
+        turns=turns, max_turns=played.config.protocol.max_turns, dialogue_id=dialogue.pk
     )
     initial = {
         "after": _requested_turn(request, points),
-        "student": run.student_id,
-        "teacher": run.teacher_id,
-        "protocol": run.protocol_id,
+        "student": played.student.pk if played.student else None,
+        "teacher": played.teacher.pk if played.teacher else None,
+        "protocol": played.protocol.pk if played.protocol else None,
     }
     form = ForkForm(request.POST or None, initial=initial, points=points)
     if request.method == "POST" and form.is_valid():
@@ -90,9 +93,9 @@ def fork_panel(request: HttpRequest, pk: int) -> HttpResponse:
                 parents=[(dialogue, after + 1)],
                 student=data["student"],
                 teacher=data["teacher"],
-                **_carried_roles(run, data["protocol"]),
+                **_carried_roles(played, data["protocol"]),
                 protocol=data["protocol"],
-                seed=run.frozen_config.seed,
+                seed=played.config.seed,
                 created_by=_user(request),
             )
         except RunConfigError as error:
@@ -100,7 +103,13 @@ def fork_panel(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             return redirect("run_detail", pk=fork_run.pk)
     tree = selectors.branch_tree(dialogue) if selectors.has_branches(dialogue) else None
-    context = {"dialogue": dialogue, "form": form, "points": points, "tree": tree}
+    context = {
+        "dialogue": dialogue,
+        "form": form,
+        "points": points,
+        "tree": tree,
+        "rollout_of": dialogue.run if played.rollouts else None,
+    }
     if request.htmx and request.method == "GET":
         return render(request, "forks/fork_panel.html#panel", context)
     return render(request, "forks/fork_panel.html", context)
@@ -169,19 +178,21 @@ def counterfactual_create(request: HttpRequest) -> HttpResponse:
         dialogues = selectors.dialogues_with_turns(ids)
         parents, skipped = services.counterfactual_parents(dialogues, t)
         context["skipped"] = skipped
-        runs = Run.objects.select_related("student", "protocol").in_bulk(
+        runs = Run.objects.select_related("student", "teacher", "protocol").in_bulk(
             {dialogue.run_id for dialogue, _ in parents}
         )
+        # What each parent was played with (an online training run's rollouts: its rollouts').
+        played = {run_id: selectors.played_with(run) for run_id, run in runs.items()}
         student = data["student"] or _shared(
-            [runs[d.run_id].student for d, _ in parents], "student", form
+            [played[d.run_id].student for d, _ in parents], "student", form
         )
         protocol = data["protocol"] or _shared(
-            [runs[d.run_id].protocol for d, _ in parents], "protocol", form
+            [played[d.run_id].protocol for d, _ in parents], "protocol", form
         )
         if not parents:
             form.add_error(None, f"No dialogue of this list can be replayed from turn {t}.")
         elif not form.errors:
-            most_common_run = runs[Counter(d.run_id for d, _ in parents).most_common(1)[0][0]]
+            most_common = played[Counter(d.run_id for d, _ in parents).most_common(1)[0][0]]
             try:
                 run = services.fork_run_create(
                     name=data["name"]
@@ -189,9 +200,9 @@ def counterfactual_create(request: HttpRequest) -> HttpResponse:
                     parents=parents,
                     student=student,
                     teacher=data["teacher"],
-                    **_carried_roles(most_common_run, protocol),
+                    **_carried_roles(most_common, protocol),
                     protocol=protocol,
-                    seed=most_common_run.frozen_config.seed,
+                    seed=most_common.config.seed,
                     created_by=_user(request),
                 )
             except RunConfigError as error:

@@ -25,6 +25,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from models_gpu.spec.reports import solved_by_turn
 from webapp.metrics.stats import (
     BOOTSTRAP_RESAMPLES,
     SEED,
@@ -185,13 +186,7 @@ def outcomes_from_histogram(
 ) -> TaskOutcomes:
     """A task's outcomes from how many of its dialogues were first solved at each turn (None:
     not solved); a turn past ``max_turns`` is not a solve."""
-    return TaskOutcomes(
-        sum(first_correct.values()),
-        tuple(
-            sum(n for turn, n in first_correct.items() if turn is not None and turn <= k)
-            for k in range(1, max_turns + 1)
-        ),
-    )
+    return TaskOutcomes(sum(first_correct.values()), solved_by_turn(first_correct, max_turns))
 
 
 def compare_outcomes(

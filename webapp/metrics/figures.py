@@ -26,7 +26,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from models_gpu.spec.reports import Accounting
+from models_gpu.spec.reports import Accounting, solved_by_turn
 from webapp.metrics.partial import BatchInPlay, Counted
 from webapp.metrics.stats import MeanEstimate, Proportion, wilson_interval
 
@@ -58,15 +58,16 @@ def accuracy_after_turns(
     """Accuracy after turn k for k = 1..``max_turns`` over the ``counted`` dialogues, of which
     ``first_correct_counts[k]`` were first solved at turn k (the others are not solved, or not
     yet: a dialogue of the batch in play that is still going)."""
-    curve = []
-    solved = 0
-    for turn in range(1, max_turns + 1):
-        solved += first_correct_counts.get(turn, 0)
-        known = counted.dialogues > 0 and turn <= counted.through_turn
-        curve.append(
-            TurnAccuracy(turn, wilson_interval(solved, counted.dialogues) if known else None)
+    solved = solved_by_turn(first_correct_counts, max_turns)
+    return [
+        TurnAccuracy(
+            turn,
+            wilson_interval(count, counted.dialogues)
+            if counted.dialogues and turn <= counted.through_turn
+            else None,
         )
-    return curve
+        for turn, count in enumerate(solved, start=1)
+    ]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -35,6 +35,6 @@ class ReassignForm(forms.Form):
 
 
 class EndForm(forms.Form):
-    """End the dialogue unanswered ("no_answer"), saying why."""
+    """End the dialogue now ("ended_by_person": not a time-out), saying why."""
 
     reason = forms.CharField(max_length=500, strip=True, label="Why")

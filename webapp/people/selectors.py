@@ -97,7 +97,9 @@ def stored_dialogue(*, pending: PendingTurn) -> Dialogue | None:
         Dialogue.objects.filter(
             run_id=pending.run_id, task_id=pending.task_id, sample_index=pending.sample_index
         )
-        .only("pk", "outcome", "first_correct_turn", "num_turns", "end_reason")
+        .only(
+            "pk", "outcome", "first_correct_turn", "num_turns", "end_reason", "ended_by", "end_note"
+        )
         .first()
     )
 

@@ -22,7 +22,7 @@ from django.utils import timezone
 from models_gpu.spec.reports import Accounting
 from models_gpu.spec.results import DialogueRow, ParkedRow, TurnRow
 from webapp.accounts.models import User
-from webapp.dialogues.models import PendingTurn
+from webapp.dialogues.models import Dialogue, PendingTurn
 from webapp.dialogues.services import dialogues_store
 from webapp.runs.models import Run
 from webapp.runs.services import run_finish, run_wait, run_wake
@@ -174,19 +174,21 @@ def pending_expire(*, run_id: int | None = None) -> int:
         due = due.filter(run_id=run_id)
     ended = 0
     for pending_id in due.values_list("pk", flat=True):
-        ended += _end_unanswered(
-            pending_id, reason="no answer before the deadline", action="timed_out", by=None
-        )
+        ended += _end_unanswered(pending_id, reason="no answer before the deadline", by=None)
     return ended
 
 
 def pending_end(*, pending: PendingTurn, reason: str, by: User) -> None:
-    """End an open turn's dialogue now, unanswered ("no_answer"), recording who and why."""
-    if not _end_unanswered(pending.pk, reason=reason, action="ended", by=by):
+    """End an open turn's dialogue now, by hand ("ended_by_person", not a time-out), recording
+    who and why on the turn and on the stored dialogue. The dialogue is unsolved."""
+    if not _end_unanswered(pending.pk, reason=reason, by=by):
         raise TurnTaken("This turn is no longer waiting: it cannot be ended.")
 
 
-def _end_unanswered(pending_id: int, *, reason: str, action: str, by: User | None) -> int:
+def _end_unanswered(pending_id: int, *, reason: str, by: User | None) -> int:
+    """End an open turn's dialogue unsolved: a time-out when ``by`` is None, else ended by
+    ``by``. 1 if it was open, 0 if not (answered, ended or cancelled meanwhile)."""
+    by_hand = by is not None
     with transaction.atomic():
         pending = (
             PendingTurn.objects.select_for_update()
@@ -195,12 +197,14 @@ def _end_unanswered(pending_id: int, *, reason: str, action: str, by: User | Non
         )
         if pending is None:
             return 0
-        pending.status = PendingTurn.Status.TIMED_OUT
-        pending.events = [*pending.events, _event(action, by, reason)]
+        pending.status = PendingTurn.Status.ENDED if by_hand else PendingTurn.Status.TIMED_OUT
+        pending.events = [*pending.events, _event("ended" if by_hand else "timed_out", by, reason)]
         pending.save(update_fields=["status", "events"])
         turns = tuple(TurnRow(**turn) for turn in pending.turns)
-        forks = Run.objects.get(pk=pending.run_id).frozen_config.forks
+        played = Run.objects.get(pk=pending.run_id).dialogue_config
+        forks = played.forks if played is not None else None
         parent_id, fork_turns = forks.parents[pending.sample_index] if forks else (None, None)
+        end_reason = Dialogue.EndReason.ENDED_BY_PERSON if by_hand else Dialogue.EndReason.NO_ANSWER
         dialogues_store(
             run_id=pending.run_id,
             dialogues=[
@@ -211,12 +215,14 @@ def _end_unanswered(pending_id: int, *, reason: str, action: str, by: User | Non
                     outcome="unsolved",
                     first_correct_turn=None,
                     num_turns=pending.rounds_played,
-                    end_reason="no_answer",
+                    end_reason=end_reason,
                     turns=turns,
                     parent_id=parent_id,
                     fork_turns=fork_turns,
                 )
             ],
+            ended_by=by.username if by is not None else "",
+            end_note=reason if by_hand else "",
         )
         _finish_if_nothing_waits(pending.run_id)
     return 1

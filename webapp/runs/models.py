@@ -152,7 +152,7 @@ class Run(models.Model):
         default=dict,
         blank=True,
         help_text="How far the batch of dialogues the worker is playing got "
-        "(webapp.runs.metrics.BatchInPlay): what live accuracy counts besides stored dialogues.",
+        "(webapp.metrics.partial.BatchInPlay): what a partial run's figures count.",
     )
     accounting = models.JSONField(
         default=dict, blank=True, help_text="Generations, teacher calls, tokens, wall time."

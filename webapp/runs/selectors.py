@@ -207,6 +207,12 @@ def _counted_dialogues(runs: Iterable[Counting], via: str = "") -> Q:
     return condition
 
 
+def counted_whole_dialogues(*, runs: Sequence[Run]) -> Q:
+    """The whole dialogues these runs' figures count, as a condition on Dialogue: the figures
+    of other apps (Lost in Conversation) count the same dialogues as the run pages."""
+    return _counted_dialogues(c for c in countings(runs=runs).values() if c.counted.whole_dialogues)
+
+
 def _curve(counting: Counting) -> list[TurnAccuracy]:
     return accuracy_after_turns(
         first_correct_counts=counting.solved_at,

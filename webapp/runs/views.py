@@ -208,8 +208,9 @@ def run_live(request: HttpRequest, pk: int) -> HttpResponse:
     """The polled fragment: progress, status, metrics and the chart's data.
 
     Once the run has ended it answers 286 so htmx swaps the final state in and stops polling.
+    A training run has its own page and fragment (``training_run_live``).
     """
-    run = get_object_or_404(selectors.run_list(), pk=pk)
+    run = get_object_or_404(selectors.run_list().filter(kind=Run.Kind.EVAL), pk=pk)
     response = render(request, "runs/run_detail.html#live", _live_context(request, run))
     if run.is_finished:
         response.status_code = HttpResponseStopPolling.status_code
@@ -218,8 +219,9 @@ def run_live(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 def run_metrics_csv(request: HttpRequest, pk: int) -> HttpResponse:
-    """The run's metrics in tidy long form (``export.CSV_COLUMNS``), one row per number."""
-    run = get_object_or_404(selectors.run_list(), pk=pk)
+    """The run's metrics in tidy long form (``export.CSV_COLUMNS``), one row per number (an
+    evaluation's: a training run's curves download from its page)."""
+    run = get_object_or_404(selectors.run_list().filter(kind=Run.Kind.EVAL), pk=pk)
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-metrics.csv"'
     writer = csv.writer(response)

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
 import json
-from fractions import Fraction
 from typing import Any
 
 from django import forms
 
-from models_gpu.spec.verifiers import VERIFIERS, verifier_config_problems
+from models_gpu.spec.verifiers import reference_problems, verifier_config_problems
 from webapp.tasks import bounds
 from webapp.tasks.models import Task, TaskSet
 
@@ -28,11 +27,6 @@ class TaskSetForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["description"].validators.append(validate_field_size)
-
-
-def parse_number(text: str) -> Fraction:
-    """A number as an author types it: 42, -3.5, 3/4, 1,234."""
-    return Fraction(text.replace(",", "").strip())
 
 
 class MultilineField(forms.CharField):
@@ -149,22 +143,12 @@ class TaskForm(forms.Form):
             if value:
                 reference[field] = value
         kind = cleaned.get("verifier_kind", "")
-        required = VERIFIERS[kind].reference_fields if kind in VERIFIERS else ()
-        for field in required:
-            if not reference.get(field):
-                target = field if field in self.fields else "reference_extra"
-                self.add_error(target, f"The {kind} verifier needs {field.replace('_', ' ')}.")
+        # The same rule as imports (models_gpu.spec.verifiers.reference_problems).
+        for problem in reference_problems(kind, reference):
+            target = problem.field if problem.field in self.fields else "reference_extra"
+            self.add_error(target, f"{problem.message[0].upper()}{problem.message[1:]}.")
         if not reference and not self.errors:
             self.add_error("answer", "Give the private reference: an answer, tests or fields.")
-        if kind == "numeric" and reference.get("answer"):
-            try:
-                parse_number(str(reference["answer"]))
-            except (ValueError, ZeroDivisionError):
-                self.add_error(
-                    "answer",
-                    "The numeric verifier needs a number (like 42, -3.5 or 3/4); "
-                    f"got {reference['answer']!r}.",
-                )
         for problem in verifier_config_problems(kind, cleaned.get("verifier_config") or {}):
             self.add_error("verifier_config", f"The {kind} verifier: {problem}.")
         cleaned["reference"] = reference

@@ -100,7 +100,10 @@ def training_dialogues(dialogues: QuerySet[Dialogue]) -> Iterator[TrainingDialog
 
 
 def _run_config(run_id: int, configs: dict[int, RunConfig]) -> RunConfig:
-    configs[run_id] = Run.objects.get(pk=run_id).frozen_config
+    """What the run's dialogues were played under (an online training run's: its rollouts')."""
+    config = Run.objects.get(pk=run_id).dialogue_config
+    assert config is not None, "a run with stored dialogues played them under a configuration"
+    configs[run_id] = config
     return configs[run_id]
 
 

@@ -220,7 +220,7 @@ def _evaluations(run: Run, config: TrainingRunConfig) -> dict[str, Any]:
         gaps = run_selectors.runs_compared(baseline=base_run, other=trained_run)
         points = zip(curves[base_run.pk].points, curves[trained_run.pk].points, gaps, strict=False)
         differences = [
-            (gap.turn, base.accuracy, trained.accuracy, gap) for base, trained, gap in points
+            EvaluationTurn(base.accuracy, trained.accuracy, gap) for base, trained, gap in points
         ]
     labels = {base_run: "base", trained_run: "trained"}
     figure = accuracy_by_turn_figure(

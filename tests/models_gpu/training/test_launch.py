@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from models_gpu.backends import load_generator
+from models_gpu.spec.reports import TrainResult
 from models_gpu.spec.run import RoleSpec
 from models_gpu.spec.training import TrainingConfig
 from models_gpu.training.launch import (
@@ -85,8 +86,8 @@ def test_a_model_writes_q_primings_questions_and_is_let_go_before_training(
         patch.setattr(LoadedQuestionWriter, "close", close)
         run(job)
     assert len(loaded) == 1 and loaded[0].generator is None
-    result = json.loads(job.result_path.read_text())
-    assert result["dataset"]["examples"] == 5 and result["final_dir"]
+    result = TrainResult.from_json(json.loads(job.result_path.read_text()))
+    assert result.dataset is not None and result.dataset.examples == 5 and result.final_dir
 
     # What was trained: every failed attempt became what the model wrote (the same text as the
     # writer gives for the same request again), or the template where it wrote nothing.

@@ -22,6 +22,7 @@ transformers = pytest.importorskip("transformers")
 trl = pytest.importorskip("trl")
 pytest.importorskip("peft")
 
+from models_gpu.spec.reports import Report, StepReport, TrainResult  # noqa: E402
 from models_gpu.spec.training import TrainingConfig, TrainingConfigError  # noqa: E402
 from models_gpu.training.encode import encode_for_config  # noqa: E402
 from models_gpu.training.trainer import (  # noqa: E402
@@ -73,23 +74,27 @@ def weights(model_dir: Path | str) -> dict[str, Any]:
 def test_full_fine_tuning_learns_the_trained_tokens(
     tiny_model_dir: Path, tiny_tokenizer: Any, tmp_path: Path
 ) -> None:
-    logs: list[dict[str, Any]] = []
+    logs: list[Report] = []
     result = train(
         QUICK, base_model=tiny_model_dir, examples=lambda: sums(16), output_dir=tmp_path,
         on_log=logs.append,
     )  # fmt: skip
     assert result.final_dir == str(tmp_path / FINAL_DIR) and not result.stopped
     assert (result.global_step, result.total_steps, result.resumed_from) == (20, 20, None)
+    assert result.dataset is not None
     assert result.dataset.examples == 16 and result.dataset.skipped == 0
     assert result.dataset.trained_tokens == sum(
         encode_for_config(tiny_tokenizer, d, QUICK).trained_tokens for d in sums(16)
     )
-    assert [entry["step"] for entry in logs] == list(range(1, 21))
-    assert set(logs[0]) == {
-        "step", "total_steps", "epoch", "loss", "learning_rate", "grad_norm", "tokens_per_second"
-    }  # fmt: skip
-    assert logs[0]["total_steps"] == 20 and logs[0]["tokens_per_second"] > 0
-    assert [loss for _, loss in result.loss_history] == [entry["loss"] for entry in logs]
+    assert all(isinstance(entry, StepReport) for entry in logs)
+    steps = [entry for entry in logs if isinstance(entry, StepReport)]
+    assert [entry.step for entry in steps] == list(range(1, 21))
+    first = steps[0]
+    assert first.total_steps == 20 and first.tokens_per_second and first.tokens_per_second > 0
+    assert first.learning_rate is not None and first.grad_norm is not None
+    assert set(first.curves()) == {"loss", "learning_rate", "grad_norm", "tokens_per_second"}
+    assert [loss for _, loss in result.loss_history] == [entry.loss for entry in steps]
+    assert TrainResult.from_json(result.to_json()) == result
 
     before = trained_token_loss(tiny_model_dir, tiny_tokenizer, QUICK)
     after = trained_token_loss(result.final_dir, tiny_tokenizer, QUICK)

@@ -165,7 +165,9 @@ def test_selectors_read_submitted_labels_into_reliability_data(world: dict[str, 
     assert report.observed.exact == Fraction(7, 9)
     assert report.disagreement_count == 1
     [row] = selectors.disagreements(q["helpfulness"])
-    assert row.item.url == f"/dialogues/{d}/#turn-{t1.index}"
+    # The message as every page names and links it (webapp/dialogues/numbering.py).
+    assert row.item.url == f"/dialogues/{d}/#message-{t1.index + 1}"
+    assert row.item.label == f"dialogue #{d} · Teacher · turn {t1.round} · message #{t1.index + 1}"
     assert row.values == [("ann", "5"), ("bob", "4"), ("cy", "5")]
 
     two = selectors.question_report(q["feedback_kind"])
@@ -301,7 +303,7 @@ def test_disagreements_load_as_a_fragment_or_a_page(
     url = reverse("agreement_disagreements", args=[world["schema"].pk, world["rating"].pk])
     fragment = researcher_client.get(url, headers={"HX-Request": "true"}).content.decode()
     (t1, *_) = teacher_turns(world["dialogue"])
-    assert f'href="/dialogues/{world["dialogue"].pk}/#turn-{t1.index}"' in fragment
+    assert f'href="/dialogues/{world["dialogue"].pk}/#message-{t1.message_number}"' in fragment
     assert "ann: 5" in fragment and "bob: 4" in fragment
     assert "<html" not in fragment
     page = researcher_client.get(url).content.decode()
@@ -333,19 +335,32 @@ def test_empty_state(researcher_client: Any, world: dict[str, Any]) -> None:
     assert "No label schemas yet." in html
 
 
-def test_prefilled_labels_submitted_untouched_are_counted(
+def test_unconfirmed_suggestions_are_not_labels_and_confirmed_ones_are_counted(
     researcher_client: Any, world: dict[str, Any]
 ) -> None:
-    t1, *_ = teacher_turns(world["dialogue"])
+    """Suggestions stored at submit without anyone confirming them (before migration 0005)
+    are left out of agreement and of the detector comparison, and said to be; suggestions
+    an annotator confirmed are labels, and counted."""
+    t1, t3, _ = teacher_turns(world["dialogue"])
     for author in (world["ann"], world["bob"]):
-        annotation = label(world["leak"], t1, author, True)
+        annotation = label(world["leak"], t1, author, True, source="unconfirmed_prefill")
         AnnotationRevision.objects.create(
             annotation=annotation, author=author, new_value=True, nonce=f"prefill-{author.pk}"
         )
+    label(world["leak"], t3, world["ann"], False, source="confirmed_suggestion")
+    label(world["leak"], t3, world["bob"], True)
+    [leak] = selectors.question_labels(schema_id=world["schema"].pk, question_id=world["leak"].pk)
+    assert leak.data == {(world["dialogue"].pk, t3.pk): {world["ann"].pk: False,
+                                                          world["bob"].pk: True}}  # fmt: skip
+    assert leak.unconfirmed_left_out == 2 and leak.confirmed_suggestions == 1
     html = researcher_client.get(
         reverse("agreement_schema", args=[world["schema"].pk])
     ).content.decode()
-    assert "2 human labels are the detector's suggestion submitted without being" in html
+    assert "2 answers are the detector's suggestion stored when an item was submitted" in html
+    assert "1 human label confirms the detector's suggestion" in html
+    index = researcher_client.get(reverse("agreement_index"))
+    counts = {schema.pk: schema.label_count for schema in index.context["schemas"]}
+    assert counts[world["schema"].pk] == 2  # the two labels of t3, not the unconfirmed ones
 
 
 def test_schema_page_uses_a_fixed_number_of_queries(

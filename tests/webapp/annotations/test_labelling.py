@@ -159,6 +159,7 @@ def test_answer_endpoint_refuses_what_is_not_in_the_item(client, labelled) -> No
         HTTP_ACCEPT="application/json",
     )  # fmt: skip
     assert response.json() == {"saved": True, "value": 3}
+    answer_the_rest(item)
     services.item_submit(assignment=item)
     client.post(url, {"question": helpfulness.pk, "turn": turn.pk, "value": "4", "nonce": "m"})
     answer = Annotation.objects.get(question=helpfulness)
@@ -229,6 +230,22 @@ def test_concurrent_saves_of_one_answer_keep_an_exact_history(dialogues, annotat
     assert all(old != new for old, new in history)
 
 
+ANSWERS = {"helpfulness": 3, "correct": True, "reveals_answer": False, "feedback_kind": "hint"}
+
+
+def answer_the_rest(item: QueueAssignment, **values: Any) -> None:
+    """Answer every question of the item its annotator has not answered yet (``values`` by
+    key, else ``ANSWERS``)."""
+    for question in item.queue.schema.questions.all():
+        for turn in item.dialogue.turns.filter(role=question.role):
+            mine = Annotation.objects.filter(question=question, turn=turn, author=item.annotator)
+            if not mine.exists():
+                services.annotation_save(
+                    question=question, dialogue=item.dialogue, turn=turn, author=item.annotator,
+                    value=values.get(question.key, ANSWERS[question.key]),
+                )  # fmt: skip
+
+
 def test_double_submit_and_prefill_confirmation(dialogues, researcher, annotator) -> None:  # type: ignore[no-untyped-def]
     queue = make_queue(researcher, [annotator], dialogues[:1], 1)
     item = QueueAssignment.objects.get(queue=queue)
@@ -238,14 +255,16 @@ def test_double_submit_and_prefill_confirmation(dialogues, researcher, annotator
         question=helpfulness, dialogue=dialogues[0], turn=turn, author=annotator, value=2
     )
     assert Annotation.objects.get().is_draft
+    answer_the_rest(item)
     services.item_submit(assignment=item)
     services.item_submit(assignment=item)
     item.refresh_from_db()
     assert item.status == "done"
-    # The leak-flag suggestion was confirmed by submitting; drafts became final.
+    # Drafts became final; the leak suggestion (yes) was never stored: the annotator said no.
     answers = {a.question.key: a for a in Annotation.objects.select_related("question")}
-    assert answers["reveals_answer"].value is True and not answers["helpfulness"].is_draft
-    assert AnnotationRevision.objects.count() == 2
+    assert answers["reveals_answer"].value is False and not answers["helpfulness"].is_draft
+    assert all(a.source == "person" and not a.is_draft for a in answers.values())
+    assert AnnotationRevision.objects.count() == 4
 
 
 def test_people_page_and_create_user_command(researcher_client) -> None:  # type: ignore[no-untyped-def]
@@ -453,4 +472,6 @@ def test_stops_follow_roles(labelled) -> None:  # type: ignore[no-untyped-def]
     stops = labelling_stops(assignment=item)
     assert [bool(stop.questions) for stop in stops] == [False, True, False]
     reveals = next(s for s in stops[1].questions if s.question.key == "reveals_answer")
-    assert reveals.prefilled and reveals.value is True  # dialogue 0's feedback was leak-flagged
+    # Dialogue 0's feedback was leak-flagged: "yes" is suggested, not the annotator's answer.
+    assert reveals.prefilled and reveals.suggestion is True
+    assert reveals.value is None and not reveals.answered

@@ -136,8 +136,9 @@ def test_sharded_messages_are_labelled_apart_and_there_is_no_teacher_switch(
     labels = [label for label in speaker_labels(page) if label != "Task"]
     assert len(labels) == len(turns)
     assert len(set(labels)) == len(labels), labels  # no two messages carry the same label
-    assert labels[0] == "#1 User simulator shard 1 of 3"
-    assert labels[2] == "#3 User simulator shard 2 of 3"
+    # Each message named as on every page (webapp/dialogues/numbering.py).
+    assert labels[0] == "User simulator · turn 1 · message #1 · shard 1 of 3"
+    assert labels[2] == "User simulator · turn 1 · message #3 · shard 2 of 3"
     # Each turn k is named once, above its messages.
     heads = re.findall(r'<li class="round-head" id="round-(\d+)">Turn (\d+)</li>', page)
     assert [int(k) for k, _ in heads] == sorted({t.round for t in turns})

@@ -39,13 +39,14 @@ SENTINEL = "SENTINEL-private-7f3a"
 
 DIALOGUE_KEYS = [
     "id", "run", "task", "sample_index", "seed", "outcome", "first_correct_turn", "num_turns",
-    "end_reason", "turns", "labels",
+    "end_reason", "ended_by", "end_note", "turns", "labels",
 ]  # fmt: skip
 TURN_KEYS = [
-    "index", "round", "role", "kind", "text", "extracted_answer", "is_correct", "score",
-    "verdict_sandbox", "leak_flag", "prompt_tokens", "completion_tokens", "latency_ms", "labels",
+    "index", "message_number", "round", "role", "kind", "text", "extracted_answer",
+    "is_correct", "score", "verdict_sandbox", "leak_flag", "prompt_tokens", "completion_tokens",
+    "latency_ms", "labels",
 ]  # fmt: skip
-PRIVATE_TURN_KEYS = [*TURN_KEYS[:9], "verdict_details", "private_context", *TURN_KEYS[9:]]
+PRIVATE_TURN_KEYS = [*TURN_KEYS[:10], "verdict_details", "private_context", *TURN_KEYS[10:]]
 
 
 def turn(role: str, kind: str, text: str, **fields: Any) -> dict[str, Any]:
@@ -194,7 +195,8 @@ def test_a_record_holds_the_dialogue_its_turns_verdicts_and_labels(corpus):
     assert [list(t) for t in record["turns"]] == [TURN_KEYS] * 3
     first, teacher, last = record["turns"]
     assert first == {
-        "index": 0, "round": 1, "role": "student", "kind": "attempt", "text": "It is 4.",
+        "index": 0, "message_number": 1, "round": 1, "role": "student", "kind": "attempt",
+        "text": "It is 4.",
         "extracted_answer": "4", "is_correct": False, "score": 0.0, "verdict_sandbox": None,
         "leak_flag": False, "prompt_tokens": 11, "completion_tokens": 7, "latency_ms": 12.5,
         "labels": [],

@@ -81,7 +81,7 @@ def test_the_page_its_figures_and_the_form_checks(researcher_client, experiment)
     page = researcher_client.get(f"/experiments/lost-in-conversation/{experiment.pk}/")
     html = page.content.decode()
     assert 'id="lic-conditions"' in html and "no dialogue has ended yet" in html
-    assert 'id="lic-provisional"' in html
+    assert 'id="lic-partial"' in html
     svg = researcher_client.get(
         f"/experiments/lost-in-conversation/{experiment.pk}/?figure=premature&download=svg"
     )

@@ -94,8 +94,6 @@ def test_results_on_tasks_the_model_trained_on_say_not_held_out(
     assert "not held out (1 trained on)" in page
     csv_text = researcher_client.get("/experiments/transfer/?download=csv").content.decode()
     assert csv_text.splitlines()[0].endswith(",tasks_trained_on")
-    lines = compare(
-        [two_trained_models["base"], trained], baseline_run_id=None, by_seed=True
-    ).lines
+    lines = compare([two_trained_models["base"], trained], baseline_run_id=None, by_seed=True).lines
     assert [line.held_out for line in lines] == [True, False]
     assert lines[1].trained_on.description == "not held out: 1 of its 40 tasks were trained on"

@@ -114,8 +114,11 @@ def test_fork_points_offer_only_turns_a_fork_can_play_on_from(world) -> None:  #
     ])  # fmt: skip
     points = services.fork_points(turns=list(parent.turns.all()), max_turns=3)
     assert [point.keep for point in points] == [1, 2]
-    assert points[0].label == "after turn 1, #1 (student: It is 4, I think, but let me explain at…)"
-    assert points[1].label == "after turn 1, #2 (teacher: No.)"
+    # The message named as every page names it (webapp/dialogues/numbering.py).
+    assert points[0].label == (
+        "after Student · turn 1 · message #1: It is 4, I think, but let me explain at…"
+    )
+    assert points[1].label == "after Teacher · turn 1 · message #2: No."
 
 
 def test_counterfactual_parents_keep_through_the_reply_of_turn_t_and_count_skips(world) -> None:  # type: ignore[no-untyped-def]

@@ -305,11 +305,18 @@ def test_researcher_ends_a_dialogue_unanswered(researcher_client, researcher):
 
     assert response.status_code == 302
     pending.refresh_from_db()
-    assert pending.status == PendingTurn.Status.TIMED_OUT
-    assert Dialogue.objects.get(run=run, task=pending.task).end_reason == "no_answer"
+    # Ended by a person, not timed out: the deadline is days away.
+    assert pending.status == PendingTurn.Status.ENDED
+    assert (
+        pending.events[-1]["action"] == "ended" and pending.events[-1]["by"] == researcher.username
+    )
+    dialogue = Dialogue.objects.get(run=run, task=pending.task)
+    assert (dialogue.end_reason, dialogue.outcome) == ("ended_by_person", "unsolved")
+    assert (dialogue.ended_by, dialogue.end_note) == (researcher.username, "student left")
     page = researcher_client.get(_turn_url(pending)).content.decode()
     assert "student left" in page
     assert "not solved" in page
+    assert "Ended by a person" in page and "did not answer in time" not in page
 
 
 def test_someone_else_s_user_factory_turn_is_hidden_from_annotators(annotator_client):

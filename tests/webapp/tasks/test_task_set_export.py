@@ -26,7 +26,7 @@ def rich_task_set() -> TaskSet:
         task_set=task_set, position=0, prompt="Zähle: 1, 2, …?", reference={"answer": "3"},
         verifier_kind="numeric", domain="arithmetic", difficulty=0.25, tags=["a", "b"],
         shards=["Count.", "Start at 1."], metadata={"source": {"name": "gsm8k", "row": 7}},
-        verifier_config={"tolerance": 0.01}, external_id="gsm-7",
+        verifier_config={"rel_tol": 0.01}, external_id="gsm-7",
     )  # fmt: skip
     TaskFactory(
         task_set=task_set, position=1, prompt="def add(a, b):\n",

@@ -11,6 +11,7 @@ import pytest
 from django.urls import reverse
 
 from tests.webapp.training.launch_form import form_data
+from webapp.experiments.comparison import compare
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
 from webapp.training.models import DatasetSnapshot
@@ -112,7 +113,15 @@ def test_launch_train_and_read_the_run_page(researcher_client: Any, world: dict[
     assert f'Trained model: <a href="/models/#model-{trained.pk}">' in page
     assert 'id="base-run"' in page and 'id="trained-run"' in page
     assert page.count("<tr><td>") == 2  # the difference table: after turns 1 and 2
-    assert "points" in page and "Provisional" not in page
+    assert 'id="difference-method"' in page and "paired over the 1 task both evaluated" in page
+    assert "Partial" not in page
+    # The same two runs on the comparison page: the same method, the same numbers (before, this
+    # page used Newcombe's unpaired interval and the comparison page the paired bootstrap).
+    differences = researcher_client.get(launched.url).context["differences"]
+    base_run = researcher_client.get(launched.url).context["base_run"]
+    trained_run = researcher_client.get(launched.url).context["trained_run"]
+    [line] = compare([base_run, trained_run], baseline_run_id=base_run.pk, by_seed=False).gaps
+    assert [row.gap for row in differences] == line.gaps
     live = researcher_client.get(reverse("training_run_live", args=[run.pk]))
     assert live.status_code == 286  # training and both evaluations ended: polling stops
 

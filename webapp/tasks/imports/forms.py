@@ -87,6 +87,7 @@ class MappingForm(forms.Form):
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        self.columns = columns
         self.column_word = column_word
         choices = [("", "—")] + [(column, column) for column in columns]
         for name in reversed(MAPPABLE_FIELDS):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from models_gpu.spec.verifiers import reference_problems, verifier_config_problems
 from webapp.tasks import bounds
 from webapp.tasks.imports.errors import TaskImportError
 from webapp.tasks.models import Task
@@ -114,6 +115,14 @@ def _max_length(limit: int) -> Callable[[Any], str]:
     return convert
 
 
+def _as_tests(value: Any) -> Any:
+    """Tests as the code verifier reads them, Python source: a list of test statements (MBPP's
+    ``test_list``) becomes one per line. Anything else is left for the reference check."""
+    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+        return "\n".join(value)
+    return value
+
+
 def _as_metadata(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         value = bounds.json_loads(value)
@@ -130,7 +139,20 @@ CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "domain": _max_length(64),
     "external_id": _max_length(200),
     "metadata": _as_metadata,
+    "tests": _as_tests,
 }
+
+
+def check_reference(
+    where: str, kind: str, reference: dict[str, Any], origin: Callable[[str], str]
+) -> None:
+    """Refuse a record whose reference its verifier cannot check, with the same rule (and
+    words) as the task editor: ``models_gpu.spec.verifiers.reference_problems``. ``origin``
+    names where a reference field came from in the source."""
+    problems = reference_problems(kind, reference)
+    if problems:
+        first = problems[0]
+        raise TaskImportError(f"{where}: field {origin(first.field)}: {first.message}")
 
 
 @dataclass(frozen=True)
@@ -165,6 +187,12 @@ class FieldMapping:
 
     def _origin(self, name: str) -> str:
         return f"(mapped from {self.column_word} '{self.columns[name]}')"
+
+    def _field_origin(self, name: str) -> str:
+        """A task field and where it comes from: "'answer' (mapped from column 'a')"."""
+        if self.columns.get(name):
+            return f"'{name}' {self._origin(name)}"
+        return f"'{name}' (not mapped)"
 
     def build(self, where: str, record: dict[str, Any], position: int) -> Task:
         values: dict[str, Any] = {}
@@ -205,11 +233,13 @@ class FieldMapping:
             origin = self._origin(name) if mapped else "(not mapped)"
             raise TaskImportError(f"{where}: missing required field '{name}' {origin}")
         default_kind = Task.VerifierKind.CODE if "tests" in reference else Task.VerifierKind.EXACT
+        verifier_kind = values.get("verifier_kind", default_kind)
+        check_reference(where, verifier_kind, reference, self._field_origin)
         return Task(
             position=position,
             prompt=_as_text(values["prompt"]),
             reference=reference,
-            verifier_kind=values.get("verifier_kind", default_kind),
+            verifier_kind=verifier_kind,
             domain=values.get("domain", ""),
             difficulty=values.get("difficulty"),
             tags=values.get("tags", []),
@@ -261,6 +291,13 @@ def build_dialab_task(where: str, record: dict[str, Any], position: int) -> Task
         external_id = _max_length(200)(record.get("external_id", ""))
     except ValueError as error:
         raise TaskImportError(f"{where}: {error}") from None
+    check_reference(where, kind_name, reference, lambda name: f"'reference.{name}'")
+    config_problems = verifier_config_problems(kind_name, record.get("verifier_config", {}))
+    if config_problems:
+        problem = config_problems[0]
+        raise TaskImportError(
+            f"{where}: field 'verifier_config': the {kind_name} verifier: {problem}"
+        )
     difficulty = record.get("difficulty")
     return Task(
         position=record.get("position", position),

@@ -6,15 +6,15 @@ Only the first few records are read, in the web process, within the same bounds 
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Iterator
-from fractions import Fraction
+from dataclasses import dataclass
 from typing import IO, Any
 
+from models_gpu.spec.numbers import reference_number
 from webapp.tasks import bounds
 from webapp.tasks.imports.errors import TaskImportError
-from webapp.tasks.imports.mapping import is_blank, lookup
+from webapp.tasks.imports.mapping import FieldMapping, is_blank, lookup
 from webapp.tasks.imports.readers import csv_header, read_csv, read_json, read_jsonl
 from webapp.tasks.imports.sources import read_hf_dataset
 from webapp.tasks.models import TaskImport
@@ -81,17 +81,8 @@ def _samples(records: list[dict[str, Any]], column: str) -> list[Any]:
 
 
 def _is_number(value: Any) -> bool:
-    """42, -3.5, "3/4", "1,234" (the numeric verifier's numbers), not True or "nan"."""
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int | float):
-        return math.isfinite(value)
-    if not isinstance(value, str):
-        return False
-    try:
-        return math.isfinite(Fraction(value.replace(",", "").strip()))
-    except (ValueError, ZeroDivisionError):
-        return False
+    """42, -3.5, "3/4", "1,234": a number as the numeric verifier reads a reference answer."""
+    return reference_number(value) is not None
 
 
 def _is_code(value: Any) -> bool:
@@ -149,13 +140,13 @@ def preview(
     rows: int = PREVIEW_ROWS,
     *,
     unit: str = "line",
-) -> tuple[list[str], list[dict[str, Any]]]:
-    """The first records and their columns (top-level keys, plus one level of dotted keys into
-    nested objects), for the mapping step."""
+) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
+    """The first records with their numbers, and their columns (top-level keys, plus one level
+    of dotted keys into nested objects), for the mapping step."""
     records = []
     columns: dict[str, None] = {}  # ordered, and a set for the lookups
     for number, record in source_records:
-        records.append(record)
+        records.append((number, record))
         for key, value in record.items():
             columns[key] = None
             if isinstance(value, dict):
@@ -179,10 +170,26 @@ def _first_record_or_so(
         yield pair
 
 
-def import_preview(*, task_import: TaskImport) -> tuple[list[str], list[dict[str, Any]]]:
+@dataclass(frozen=True)
+class ImportPreview:
+    """What the mapping step shows of a source: its columns, and its first records with their
+    numbers (``unit`` says what a number counts: a line, a JSON item, a dataset row)."""
+
+    columns: list[str]
+    numbered_records: list[tuple[int, dict[str, Any]]]
+    unit: str
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return [record for _number, record in self.numbered_records]
+
+
+def import_preview(*, task_import: TaskImport) -> ImportPreview:
     """Columns and first records of a draft import's source, for the mapping step."""
     if task_import.source == TaskImport.Source.HF_DATASET:
-        return preview(read_hf_dataset(task_import.dataset, task_import.split))
+        records = read_hf_dataset(task_import.dataset, task_import.split)
+        columns, numbered = preview(records, unit="row")
+        return ImportPreview(columns, numbered, "row")
     if not task_import.upload:
         raise TaskImportError("the uploaded file is missing")
     # Only the first few records are read, each within the bounds (webapp.tasks.bounds): the
@@ -199,7 +206,23 @@ def import_preview(*, task_import: TaskImport) -> tuple[list[str], list[dict[str
                 raise _too_many_columns("line 1", len(columns))
     if not records:
         raise TaskImportError("the file has no records: no tasks to import")
-    return columns, records
+    return ImportPreview(columns, records, unit)
+
+
+def preview_problems(*, source_preview: ImportPreview, mapping: FieldMapping) -> list[str]:
+    """Why previewed records would be refused under ``mapping``, one line each (empty: none
+    is): each is built exactly as the import builds it, reference check included, so the
+    mapping step shows what the import would fail on before a worker reads the whole source.
+    Nothing when the mapping itself is incomplete (the form says what is missing)."""
+    if mapping.problems():
+        return []
+    problems = []
+    for index, (number, record) in enumerate(source_preview.numbered_records):
+        try:
+            mapping.build(f"{source_preview.unit} {number}", record, index)
+        except TaskImportError as error:
+            problems.append(str(error))
+    return problems
 
 
 def import_mapping_guess(

@@ -14,7 +14,7 @@ from webapp.core.permissions import researcher_required
 from webapp.tasks.imports import preview, services
 from webapp.tasks.imports.errors import TaskImportError
 from webapp.tasks.imports.forms import ImportStartForm, MappingForm
-from webapp.tasks.imports.mapping import lookup
+from webapp.tasks.imports.mapping import FieldMapping, lookup
 from webapp.tasks.models import TaskImport
 
 PREVIEW_CELL_CHARS = 80
@@ -64,6 +64,19 @@ def _mapping_initial(
     return initial
 
 
+def _starting_mapping(form: MappingForm) -> FieldMapping | None:
+    """The mapping the form shows before anything is posted (None when a post came back with
+    errors: the form says what is wrong)."""
+    if form.is_bound:
+        return None
+    starting = MappingForm(
+        {name: value for name, value in form.initial.items() if value},
+        columns=form.columns,
+        column_word=form.column_word,
+    )
+    return starting.mapping() if starting.is_valid() else None
+
+
 @researcher_required
 def task_import_map(request: HttpRequest, pk: int) -> HttpResponse:
     """Map a draft import's columns; or, for a failed import whose upload was kept, map them
@@ -72,10 +85,11 @@ def task_import_map(request: HttpRequest, pk: int) -> HttpResponse:
     if task_import.status != TaskImport.Status.DRAFT and not task_import.can_change_mapping:
         return redirect("task_import_detail", pk=task_import.pk)
     try:
-        columns, records = preview.import_preview(task_import=task_import)
+        shown = preview.import_preview(task_import=task_import)
     except TaskImportError as error:
         context = {"task_import": task_import, "error": str(error)}
         return render(request, "tasks/import_map.html", context, status=400)
+    columns, records = shown.columns, shown.records
     column_word = "column" if task_import.file_format == "csv" else "key"
     form = MappingForm(
         request.POST or None,
@@ -89,8 +103,22 @@ def task_import_map(request: HttpRequest, pk: int) -> HttpResponse:
             task_import=task_import, columns=mapping.columns, defaults=mapping.defaults
         )
         return redirect("task_import_detail", pk=task_import.pk)
+    # The previewed records the import would refuse under the mapping shown (a numeric answer
+    # that is not a number, say), checked exactly as the worker checks every record.
+    shown_mapping = _starting_mapping(form)
+    problems = (
+        []
+        if shown_mapping is None
+        else preview.preview_problems(source_preview=shown, mapping=shown_mapping)
+    )
     rows = [[_cell(lookup(record, column)) for column in columns] for record in records]
-    context = {"task_import": task_import, "form": form, "columns": columns, "rows": rows}
+    context = {
+        "task_import": task_import,
+        "form": form,
+        "columns": columns,
+        "rows": rows,
+        "problems": problems,
+    }
     return render(request, "tasks/import_map.html", context)
 
 
