@@ -53,7 +53,6 @@ from models_gpu.spec.reports import (
     HeldOutReport,
     RolloutFigures,
     SolvedByTurn,
-    StepReport,
     TrainResult,
 )
 from models_gpu.spec.templates import render_for_dialogue, resolve_templates
@@ -72,6 +71,7 @@ from models_gpu.training.trainer import (
     lora_config,
     run_trainer,
     save_final,
+    step_report,
     stop_callback,
     training_device,
 )
@@ -497,17 +497,6 @@ def _progress_callback(
             if not logs or "loss" not in logs:
                 return
             if on_log is not None and state.is_world_process_zero:
-                on_log(
-                    StepReport(
-                        step=state.global_step,
-                        total_steps=state.max_steps,
-                        epoch=logs.get("epoch", state.epoch),
-                        loss=logs["loss"],
-                        learning_rate=logs.get("learning_rate"),
-                        grad_norm=logs.get("grad_norm"),
-                        kl=logs.get("kl"),
-                        rollouts=rollouts.figures,
-                    )
-                )
+                on_log(step_report(state, logs, rollouts=rollouts.figures))
 
     return Progress()

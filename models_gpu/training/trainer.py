@@ -499,19 +499,24 @@ def _progress_callback(on_log: LogCallback | None) -> Any:
             elapsed = now - self.since
             speed = (tokens - self.tokens) / elapsed if elapsed > 0 else None
             self.since, self.tokens = now, tokens
-            on_log(
-                StepReport(
-                    step=state.global_step,
-                    total_steps=state.max_steps,
-                    epoch=logs.get("epoch", state.epoch),
-                    loss=logs["loss"],
-                    learning_rate=logs.get("learning_rate"),
-                    grad_norm=logs.get("grad_norm"),
-                    tokens_per_second=speed,
-                )
-            )
+            on_log(step_report(state, logs, tokens_per_second=speed))
 
     return Progress()
+
+
+def step_report(state: Any, logs: Mapping[str, Any], **more: Any) -> StepReport:
+    """A logged step as the trainer's ``state`` and its log entry say (``more``: what the
+    caller adds, e.g. the step's rollouts)."""
+    return StepReport(
+        step=state.global_step,
+        total_steps=state.max_steps,
+        epoch=logs.get("epoch", state.epoch),
+        loss=logs["loss"],
+        learning_rate=logs.get("learning_rate"),
+        grad_norm=logs.get("grad_norm"),
+        kl=logs.get("kl"),
+        **more,
+    )
 
 
 def stop_callback(should_stop: Callable[[], bool]) -> Any:

@@ -102,8 +102,11 @@ def check_the_cancelled_runs_curve(page, run: Run) -> None:  # type: ignore[no-u
     counts = page.locator("#accuracy-counts td").all_text_contents()
     assert {count.split("/")[1] for count in counts} == {str(counted.dialogues)}
     assert counted.description in page.locator("#metrics-partial").inner_text()
-    legend = page.locator("#accuracy-chart .legendtext").first.inner_text()
-    assert legend.endswith(f"(n={counted.dialogues}, partial)")
+    trace = page.evaluate(
+        "() => JSON.parse(document.getElementById('accuracy-figure').textContent).data[0]"
+    )
+    assert trace["name"].endswith(f"(n={counted.dialogues}, partial)")
+    assert [round(100 * y, 1) for y in trace["y"]] == shown, "the chart draws the table's curve"
     page.goto("/runs/")
     final = page.locator(f"tr[data-run='{run.pk}'] td.num").nth(1).inner_text()
     assert final.startswith(f"{shown[-1]:.1f}%"), (final, shown)

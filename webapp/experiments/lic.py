@@ -143,6 +143,6 @@ def lic_metrics(experiment: LostInConversation) -> LicMetrics:
     if common:
         full_means = np.array([[np.mean(full[task])] for task in common])
         sharded_means = np.array([[np.mean(sharded[task])] for task in common])
-        drop = paired_gaps(full_means, sharded_means)[0]
+        drop = paired_gaps(full_means, sharded_means, unit="instruction")[0]
     sharded_scores = [d for d in scores if d.run_id == experiment.sharded_run_id]
     return LicMetrics(conditions, drop, _premature(sharded_scores))

@@ -56,7 +56,7 @@ def counterfactual_comparison(pairs: Sequence[ForkPair], *, max_turns: int) -> C
     turns = list(range(from_turn, max(from_turn, max_turns) + 1))
     parents = solved_by([pair.parent_first_correct for pair in pairs], turns)
     forks = solved_by([pair.fork_first_correct for pair in pairs], turns)
-    gaps = paired_gaps(parents, forks)
+    gaps = paired_gaps(parents, forks, unit="pair")
     rows = [
         TurnComparison(
             turn=k,

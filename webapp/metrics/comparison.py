@@ -49,9 +49,18 @@ class Method(StrEnum):
         return "unpaired (no shared tasks): Newcombe 95% interval over dialogues, no test"
 
 
-NO_INFORMATION = "no information: no shared task scored differently in the two"
-NO_INFORMATION_UNPAIRED = "no information: both are at the same bound (0% or 100%)"
-NO_SPREAD = "no interval: every shared task differs by the same amount"
+NO_INFORMATION = "no information"  # how every such note starts
+
+
+def no_information(unit: str) -> str:
+    return f"{NO_INFORMATION}: no shared {unit} scored differently in the two"
+
+
+def no_spread(unit: str) -> str:
+    return f"no interval: every shared {unit} differs by the same amount"
+
+
+NO_INFORMATION_UNPAIRED = f"{NO_INFORMATION}: both are at the same bound (0% or 100%)"
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,7 @@ class Gap:
     @property
     def informative(self) -> bool:
         """False when the data cannot tell the two apart (``note`` says why)."""
-        return self.note not in (NO_INFORMATION, NO_INFORMATION_UNPAIRED)
+        return not self.note.startswith(NO_INFORMATION)
 
     @property
     def has_interval(self) -> bool:
@@ -103,11 +112,13 @@ def paired_gaps(
     baseline: np.ndarray,
     other: np.ndarray,
     *,
+    unit: str = "task",
     resamples: int = BOOTSTRAP_RESAMPLES,
     flips: int = SIGN_FLIPS,
 ) -> list[Gap]:
     """``other - baseline`` per column (turn k = column + 1), both rows x columns arrays with
-    the same rows (tasks, or pairs) in the same order. Seeded: the same data, the same numbers."""
+    the same rows in the same order: shared tasks, or another ``unit`` (a fork and its parent
+    are a "pair"). Seeded: the same data, the same numbers."""
     if baseline.shape != other.shape:
         raise ValueError(f"need the same rows and turns, got {baseline.shape} and {other.shape}")
     rows, turns = baseline.shape
@@ -122,19 +133,10 @@ def paired_gaps(
     for column in range(turns):
         spread = np.ptp(differences[:, column])
         if not np.any(differences[:, column]):
-            gap = Gap(column + 1, 0.0, None, None, None, Method.PAIRED, rows, NO_INFORMATION)
+            gap = Gap(column + 1, 0.0, None, None, None, Method.PAIRED, rows, no_information(unit))
         elif spread == 0:
-            value = float(observed[column])
-            gap = Gap(
-                column + 1,
-                value,
-                None,
-                None,
-                float(p_values[column]),
-                Method.PAIRED,
-                rows,
-                NO_SPREAD,
-            )
+            value, p_value = float(observed[column]), float(p_values[column])
+            gap = Gap(column + 1, value, None, None, p_value, Method.PAIRED, rows, no_spread(unit))
         else:
             gap = Gap(
                 column + 1,

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from webapp.metrics.comparison import (
-    NO_INFORMATION,
     NO_INFORMATION_UNPAIRED,
-    NO_SPREAD,
     Method,
     TaskOutcomes,
     compare_outcomes,
+    no_information,
+    no_spread,
     paired_gaps,
 )
 from webapp.metrics.stats import mean_across, mean_rate_across
@@ -26,7 +26,7 @@ def test_identical_runs_carry_no_information_instead_of_an_interval() -> None:
     rates = np.array([[0.0, 1.0], [1.0, 1.0], [0.5, 0.5]])
     (first, second) = paired_gaps(rates, rates.copy())
     assert (first.value, first.low, first.high, first.p_value) == (0.0, None, None, None)
-    assert first.note == NO_INFORMATION and not first.informative
+    assert first.note == no_information("task") and not first.informative
     assert first.tasks == 3 and second.turn == 2 and first.method is Method.PAIRED
 
 
@@ -55,7 +55,7 @@ def test_shared_tasks_are_paired_and_disjoint_ones_are_unpaired_with_newcombe() 
 
 def test_one_shared_task_gives_a_difference_and_a_test_but_no_interval() -> None:
     (gap,) = paired_gaps(np.array([[0.0]]), np.array([[1.0]]))
-    assert gap.value == 1.0 and gap.note == NO_SPREAD and gap.low is None
+    assert gap.value == 1.0 and gap.note == no_spread("task") and gap.low is None
     assert gap.informative and gap.p_value == 1.0, "one task: a sign flip is as extreme"
 
 
