@@ -278,7 +278,9 @@ def test_researcher_trains_on_filtered_transcripts_and_compares_with_the_base(
     table = page.locator("#accuracy-difference tbody tr")
     assert table.count() == 2  # after turns 1 and 2
     for row in table.all_text_contents():
-        assert re.search(r"\(\d/2\).*\(\d/2\).*points \[", row), row
+        assert re.search(r"\(\d/2\).*\(\d/2\).*(pts|no information)", row, re.S), row
+    method = page.text_content("#difference-method") or ""
+    assert "paired over the 2 tasks both evaluated" in method, method
     page.wait_for_selector("#evaluation-chart[data-drawn=true] .main-svg")
     assert page.locator("#evaluation-chart .scatterlayer .trace").count() == 2
     shot(page, "3-run")

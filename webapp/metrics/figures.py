@@ -125,7 +125,8 @@ def group_accuracy(*, group: str, total: int, solved: int, solved_turns_sum: int
 
 @dataclass(frozen=True)
 class TurnCounts:
-    """Counts over the counted dialogues' turns (one aggregate query)."""
+    """Counts over the counted dialogues' turns (one aggregate query); the ``stored_`` counts
+    and the token sums are over every stored turn: what the run spent, counted or not."""
 
     student_turns: int = 0
     attempts: int = 0
@@ -135,6 +136,8 @@ class TurnCounts:
     leaks: int = 0
     premature_attempts: int = 0
     attempts_after_shards: int = 0  # attempts in sharded dialogues (denominator of premature)
+    stored_student_turns: int = 0
+    stored_teacher_turns: int = 0
     student_prompt_tokens: int = 0
     student_completion_tokens: int = 0
     teacher_prompt_tokens: int = 0
@@ -292,8 +295,8 @@ def spent(accounting: Accounting, counts: TurnCounts, *, elapsed_seconds: float 
             recorded=True,
         )
     return Spent(
-        counts.student_turns,
-        counts.teacher_turns,
+        counts.stored_student_turns,
+        counts.stored_teacher_turns,
         counts.student_prompt_tokens + counts.teacher_prompt_tokens,
         counts.student_completion_tokens + counts.teacher_completion_tokens,
         elapsed_seconds,

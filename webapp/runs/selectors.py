@@ -271,9 +271,12 @@ def _pass_at_k_counts_by_run(runs: Sequence[Counting]) -> dict[int, dict[tuple[i
 
 
 def _turn_counts_by_run(runs: Sequence[Counting]) -> dict[int, TurnCounts]:
-    """Role and kind counts of each run's counted dialogues' turns, and the token sums of all
-    its stored turns (what it spent), in one grouped aggregate (rows: one per run)."""
-    in_counted = _counted_dialogues(runs, via="dialogue__")
+    """Role and kind counts of each run's counted whole dialogues' turns (none while only the
+    batch in play is counted), and what all its stored turns spent (generations, calls,
+    tokens), in one grouped aggregate (rows: one per run)."""
+    in_counted = _counted_dialogues(
+        [c for c in runs if c.counted.whole_dialogues], via="dialogue__"
+    )
     student = Q(role=Turn.Role.STUDENT)
     teacher = Q(role=Turn.Role.TEACHER)
     question = student & Q(kind=Turn.Kind.QUESTION) & in_counted
@@ -287,6 +290,8 @@ def _turn_counts_by_run(runs: Sequence[Counting]) -> dict[int, TurnCounts]:
             dialogues_with_questions=Count("dialogue_id", filter=question, distinct=True),
             teacher_turns=Count("id", filter=teacher & in_counted),
             leaks=Count("id", filter=teacher & Q(leak_flag=True) & in_counted),
+            stored_student_turns=Count("id", filter=student),
+            stored_teacher_turns=Count("id", filter=teacher),
             student_prompt_tokens=Sum("prompt_tokens", filter=student, default=0),
             student_completion_tokens=Sum("completion_tokens", filter=student, default=0),
             teacher_prompt_tokens=Sum("prompt_tokens", filter=teacher, default=0),

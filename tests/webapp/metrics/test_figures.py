@@ -72,7 +72,7 @@ def test_pass_at_k_is_over_the_same_tasks_for_every_k() -> None:
 
 
 def test_accounting_prefers_the_workers_record_and_falls_back_to_stored_turns() -> None:
-    counts = TurnCounts(student_turns=7, teacher_turns=4, student_prompt_tokens=70,
+    counts = TurnCounts(stored_student_turns=7, stored_teacher_turns=4, student_prompt_tokens=70,
                         teacher_prompt_tokens=40, student_completion_tokens=14,
                         teacher_completion_tokens=8)  # fmt: skip
     live, recorded = accounting_rows(Accounting(), counts, elapsed_seconds=12.34)

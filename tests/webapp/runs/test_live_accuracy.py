@@ -53,6 +53,16 @@ def test_a_running_run_counts_its_finished_batches_for_every_turn(
     assert "Batch in play: turn 2 of 5 played, 3 of its dialogues still going (1 ended)" in html
 
 
+def test_what_a_partial_run_spent_counts_every_stored_turn(two_batches: Run) -> None:
+    """Spending is what was played, counted dialogues or not: the batch in play's stored turns
+    count (a failed run showed 92 student generations for 95 played)."""
+    metrics = selectors.run_metrics(run=two_batches)
+    assert metrics.turn_counts.student_turns == 3, "the counted dialogues' turns"
+    assert metrics.turn_counts.stored_student_turns == 5, "every stored turn"
+    summary = selectors.run_summaries(runs=[two_batches])[two_batches.pk]
+    assert summary.spent.student_generations == 5 and summary.spent.teacher_calls == 2
+
+
 def test_the_first_batch_counts_for_the_turns_it_has_played(db: None, researcher_client) -> None:  # type: ignore[no-untyped-def]
     task = TaskFactory()
     run = make_run("first batch", task.task_set)
@@ -66,6 +76,8 @@ def test_the_first_batch_counts_for_the_turns_it_has_played(db: None, researcher
     html = response.content.decode()
     assert "the 4 dialogues of the batch in play, through turn 2" in html
     assert 'id="whole-dialogue-figures-later"' in html and 'id="metric-turns"' not in html
+    summary = selectors.run_summaries(runs=[Run.objects.get(pk=run.pk)])[run.pk]
+    assert summary.question_rate.total == 0 and summary.leak_rate.total == 0, "not known yet"
     figure = response.context["figure"]
     assert figure["data"][0]["name"].endswith("(n=4, partial)")
     assert figure["data"][0]["x"] == [1, 2], "no point for turns the batch has not played"
