@@ -125,7 +125,12 @@ def pass_at_k_figure(points: Sequence[PassAtK], *, samples_per_task: int) -> dic
         )  # fmt: skip
     figure.update_layout(
         title=f"pass@k for k = 1..{samples_per_task} ({samples_per_task} samples per task)",
-        xaxis={"title": "k (samples drawn per task)", "range": [0.5, samples_per_task + 0.5]},
+        # Whole numbers of samples only (about ten ticks, however many samples).
+        xaxis={
+            "title": "k (samples drawn per task)",
+            "range": [0.5, samples_per_task + 0.5],
+            "dtick": max(1, samples_per_task // 10),
+        },
         yaxis={"title": "pass@k", "range": [0, 1.02], "tickformat": ".0%"},
         showlegend=False,
         margin={"l": 60, "r": 20, "t": 50, "b": 50},

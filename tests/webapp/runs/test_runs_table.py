@@ -94,3 +94,32 @@ def test_grouped_rows_keep_the_sort_within_their_group(researcher_client) -> Non
         "base seed 0", "base seed 1", "base seed 2",
         "trained seed 0", "trained seed 1", "trained seed 2",
     ]  # fmt: skip
+
+
+def test_a_figure_that_does_not_apply_reads_a_dash_and_one_not_known_yet_an_ellipsis(
+    researcher_client,
+) -> None:  # type: ignore[no-untyped-def]
+    """A run played out with no teacher turn has no leak rate ("—"); a run in its first batch
+    does not know its rates until the batch ends ("…", said in the tooltip)."""
+    from tests.factories import TaskFactory
+    from tests.transcript_builders import attempt, make_run, store
+    from webapp.metrics.partial import BatchInPlay
+    from webapp.runs.models import Run
+
+    task = TaskFactory()
+    done = make_run("played out", task.task_set)
+    store(done, task.pk, 0, "a_first", [attempt("3", "3", True)])
+    playing = make_run("first batch", task.task_set)
+    store(playing, task.pk, 0, "a_first", [attempt("3", "3", True)])
+    Run.objects.filter(pk=done.pk).update(status=Run.Status.SUCCEEDED)
+    Run.objects.filter(pk=playing.pk).update(
+        status=Run.Status.RUNNING,
+        progress_total=4,
+        batch_in_play=BatchInPlay(round=1, going=3, ended=1, solved_at={1: 1}).to_json(),
+    )
+    html = researcher_client.get("/runs/").content.decode()
+    rows = dict(re.findall(r'<tr data-run="(\d+)">(.*?)</tr>', html, re.S))
+    leaks_done = re.findall(r'<td class="num">(.*?)</td>', rows[str(done.pk)], re.S)[3]
+    leaks_playing = re.findall(r'<td class="num">(.*?)</td>', rows[str(playing.pk)], re.S)[3]
+    assert "—" in leaks_done and "…" not in leaks_done
+    assert "…" in leaks_playing and "not known yet" in leaks_playing
