@@ -57,7 +57,7 @@ class Line:
 
     @property
     def partial(self) -> bool:
-        return any(run.is_provisional for run in self.runs)
+        return any(run.is_partial for run in self.runs)
 
     @property
     def interval_name(self) -> str:

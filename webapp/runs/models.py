@@ -216,9 +216,9 @@ class Run(models.Model):
         return self.status in self.TERMINAL_STATUSES
 
     @property
-    def is_provisional(self) -> bool:
-        """Until the run has succeeded, some of its dialogues have not ended (or never will), and
-        its figures are estimates from the ones played so far."""
+    def is_partial(self) -> bool:
+        """Until the run has succeeded, some of its dialogues have not ended (or never will): its
+        figures are over the dialogues they count (``webapp.metrics.partial``)."""
         return self.status != self.Status.SUCCEEDED
 
     @property

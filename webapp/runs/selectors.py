@@ -172,7 +172,7 @@ def countings(*, runs: Sequence[Run]) -> dict[int, Counting]:
             batch=batch,
             max_turns=run_max_turns(run),
             expected=max(run.progress_total, stored),
-            played_out=run.status == Run.Status.SUCCEEDED,
+            played_out=not run.is_partial,
         )
         prepared[run.pk] = (rule, batch, histogram)
         if rule.stored_not_counted:
