@@ -169,9 +169,7 @@ class RoundRecorder:
         if round_number == 1:  # a new batch starts
             self.batch = self.carried if self.batches_started == 0 else BatchInPlay()
             self.batches_started += 1
-        self.batch = self.batch.after_round(
-            round_number, going, [result.first_correct_turn for result in ended]
-        )
+        self.batch = self.batch.after_round(round_number, going, len(ended))
         with transaction.atomic():
             services.run_round_store(
                 run_id=self.run_id, dialogues=[self.row(r) for r in ended], batch=self.batch

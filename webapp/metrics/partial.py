@@ -21,9 +21,8 @@ and readable, and counted once their batch has ended: ``Counted.stored_not_count
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -33,8 +32,8 @@ class BatchInPlay:
 
     The worker writes this after every round (``Run.batch_in_play``), in the transaction that
     stores the dialogues ending in it. ``going`` is how many dialogues of the batch played every
-    round up to ``round`` and go on; ``ended`` how many ended (and were stored), ``solved_at``
-    those solved by their first correct turn. A worker that resumes a run after a crash replays
+    round up to ``round`` and go on; ``ended`` how many ended (and were stored: how each ended
+    is in its row). A worker that resumes a run after a crash replays
     the batch's unfinished dialogues from the start in its first batch, and carries the ones
     that had ended (``resumed``): they count when that batch ends, with their batch-mates.
     """
@@ -42,17 +41,11 @@ class BatchInPlay:
     round: int = 0
     going: int = 0
     ended: int = 0
-    solved_at: Mapping[int, int] = field(default_factory=dict)
 
-    def after_round(
-        self, round_number: int, going: int, first_correct_turns: Sequence[int | None]
-    ) -> BatchInPlay:
-        """This batch after ``round_number``, in which dialogues with these first correct turns
-        (None: unsolved) ended and ``going`` went on."""
-        solved_at = Counter(self.solved_at)
-        solved_at.update(turn for turn in first_correct_turns if turn is not None)
-        ended = self.ended + len(first_correct_turns)
-        return BatchInPlay(round_number, going, ended, dict(solved_at))
+    def after_round(self, round_number: int, going: int, ended: int) -> BatchInPlay:
+        """This batch after ``round_number``, in which ``ended`` dialogues ended and ``going``
+        went on."""
+        return BatchInPlay(round_number, going, self.ended + ended)
 
     def resumed(self) -> BatchInPlay:
         """What a resumed worker's first batch starts from: the dialogues of this (cut short)
@@ -60,19 +53,14 @@ class BatchInPlay:
         return replace(self, round=0, going=0) if self.going else BatchInPlay()
 
     def to_json(self) -> dict[str, Any]:
-        solved_at = {str(turn): n for turn, n in self.solved_at.items()}  # JSON keys are text
-        return {
-            "round": self.round,
-            "going": self.going,
-            "ended": self.ended,
-            "solved_at": solved_at,
-        }
+        return {"round": self.round, "going": self.going, "ended": self.ended}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BatchInPlay:
-        """``{}`` (nothing played yet, or nothing in play) is the empty batch."""
-        solved_at = {int(turn): n for turn, n in data.get("solved_at", {}).items()}
-        return cls(data.get("round", 0), data.get("going", 0), data.get("ended", 0), solved_at)
+        """``{}`` (nothing played yet, or nothing in play) is the empty batch. Records written
+        before also counted the batch's solved dialogues by turn ("solved_at"): their stored
+        rows say it, so it is not read."""
+        return cls(data.get("round", 0), data.get("going", 0), data.get("ended", 0))
 
 
 @dataclass(frozen=True)

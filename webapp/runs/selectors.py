@@ -153,8 +153,7 @@ def _waiting_batch(run: Run, histogram: dict[int | None, int]) -> BatchInPlay | 
     )
     if len(reached) < unfinished:  # some not played yet, or in the worker between two states
         reached.append(0)
-    solved_at = {turn: n for turn, n in histogram.items() if turn is not None}
-    return BatchInPlay(round=min(reached), going=unfinished, ended=stored, solved_at=solved_at)
+    return BatchInPlay(round=min(reached), going=unfinished, ended=stored)
 
 
 def countings(*, runs: Sequence[Run]) -> dict[int, Counting]:

@@ -32,7 +32,12 @@ from webapp.runs.services import evaluation_config
 from webapp.training import services
 from webapp.training.charts import training_curves_figure, training_panels
 from webapp.training.forms import EVALUATION_FIELDS, OnlineTrainingForm, TrainingForm
-from webapp.training.heldout import overlap, task_set_task_keys, training_run_task_keys
+from webapp.training.heldout import (
+    Overlap,
+    overlap,
+    task_set_task_keys,
+    training_run_task_keys,
+)
 from webapp.training.models import TrainingPreview
 
 
@@ -229,15 +234,10 @@ def _evaluations(run: Run, config: TrainingRunConfig) -> dict[str, Any]:
             for r in shown
         ]
     )
-    held_out = None
-    if config.evaluation is not None:
-        evaluated = task_set_task_keys(config.evaluation.task_set.id)
-        held_out = overlap(training_run_task_keys(run), evaluated)
     return {
         "trained_model": trained_model,
         "base_run": base_run,
         "trained_run": trained_run,
-        "held_out": held_out,
         "differences": differences,
         "evaluation_figure": figure,
         "evaluations_finished": all(r.is_finished for r in shown) and len(shown) == 2,
@@ -288,7 +288,17 @@ def training_run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if download:
         return download
     context["config_json"] = json.dumps(run.config, indent=2, ensure_ascii=False)
+    context["held_out"] = _held_out(run, context["config"])
     return render(request, "training/training_run_detail.html", context)
+
+
+def _held_out(run: Run, config: TrainingRunConfig) -> Overlap | None:
+    """How many of the evaluation's tasks the run trains on: fixed at launch, so worked out
+    for the page, not on every poll of its live fragment."""
+    if config.evaluation is None:
+        return None
+    evaluated = task_set_task_keys(config.evaluation.task_set.id)
+    return overlap(training_run_task_keys(run), evaluated)
 
 
 @researcher_required

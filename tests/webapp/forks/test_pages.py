@@ -201,7 +201,7 @@ def test_the_comparison_counts_the_batches_of_forks_that_finished(researcher_cli
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.RUNNING,
         progress_total=12,
-        batch_in_play=BatchInPlay(round=2, going=2, ended=3, solved_at={2: 3}).to_json(),
+        batch_in_play=BatchInPlay(round=2, going=2, ended=3).to_json(),
     )
     page = researcher_client.get(reverse("fork_run_comparison", args=[run.pk])).content.decode()
     assert "Partial: over 7 of 12 dialogues (the batches that finished)" in page

@@ -169,7 +169,6 @@ def store(simulated: SimulatedRun, status: str) -> Run:
         round=simulated.cut_at,
         going=len(in_play) - len(ended),
         ended=len(ended),
-        solved_at={},
     ) if in_play else BatchInPlay()  # fmt: skip
     Run.objects.filter(pk=run.pk).update(
         config=config.to_json(), status=status, batch_in_play=batch.to_json(),

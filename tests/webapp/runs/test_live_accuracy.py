@@ -32,7 +32,7 @@ def two_batches(db: None) -> Run:
                                      attempt("5", "5", False)])  # fmt: skip
     store(run, task.pk, 2, "a_late", [attempt("4", "4", False), feedback("no"),
                                       attempt("3", "3", True)])  # fmt: skip
-    batch = BatchInPlay(round=2, going=3, ended=1, solved_at={2: 1})
+    batch = BatchInPlay(round=2, going=3, ended=1)
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.RUNNING, batch_in_play=batch.to_json(), progress_total=10
     )
@@ -67,7 +67,7 @@ def test_the_first_batch_counts_for_the_turns_it_has_played(db: None, researcher
     task = TaskFactory()
     run = make_run("first batch", task.task_set)
     store(run, task.pk, 0, "a_first", [attempt("3", "3", True)])
-    batch = BatchInPlay(round=2, going=3, ended=1, solved_at={1: 1})
+    batch = BatchInPlay(round=2, going=3, ended=1)
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.RUNNING, batch_in_play=batch.to_json(), progress_total=4
     )
@@ -97,7 +97,7 @@ def test_a_cancelled_run_never_shows_a_curve_that_drops(db: None, researcher_cli
         ]
         turns = [*wrong, attempt("3", "3", True)]
         store(run, task.pk, sample, "a_late", turns)
-    batch = BatchInPlay(round=4, going=12, ended=4, solved_at={1: 1, 3: 2, 4: 1})
+    batch = BatchInPlay(round=4, going=12, ended=4)
     Run.objects.filter(pk=run.pk).update(
         status=Run.Status.CANCELLED, batch_in_play=batch.to_json(), progress_total=100
     )
@@ -113,7 +113,7 @@ def test_a_cancelled_run_never_shows_a_curve_that_drops(db: None, researcher_cli
 
 def test_once_the_run_has_succeeded_nothing_is_partial(two_batches: Run, researcher_client) -> None:  # type: ignore[no-untyped-def]
     Run.objects.filter(pk=two_batches.pk).update(
-        status=Run.Status.SUCCEEDED, batch_in_play=BatchInPlay(5, 0, 1, {2: 1}).to_json()
+        status=Run.Status.SUCCEEDED, batch_in_play=BatchInPlay(5, 0, 1).to_json()
     )
     response = researcher_client.get(reverse("run_live", args=[two_batches.pk]))
     html = response.content.decode()

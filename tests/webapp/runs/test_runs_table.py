@@ -115,7 +115,7 @@ def test_a_figure_that_does_not_apply_reads_a_dash_and_one_not_known_yet_an_elli
     Run.objects.filter(pk=playing.pk).update(
         status=Run.Status.RUNNING,
         progress_total=4,
-        batch_in_play=BatchInPlay(round=1, going=3, ended=1, solved_at={1: 1}).to_json(),
+        batch_in_play=BatchInPlay(round=1, going=3, ended=1).to_json(),
     )
     html = researcher_client.get("/runs/").content.decode()
     rows = dict(re.findall(r'<tr data-run="(\d+)">(.*?)</tr>', html, re.S))
