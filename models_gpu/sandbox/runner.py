@@ -127,15 +127,21 @@ def run_tests(
     tests: str,
     *,
     entry_point: str | None = None,
+    task_code: str = "",
     limits: SandboxLimits | None = None,
 ) -> SandboxReport:
-    """Run ``candidate`` then ``tests`` (asserts, ``test_*`` functions, or HumanEval ``check``)."""
+    """Run ``candidate`` then ``tests`` (asserts, ``test_*`` functions, or HumanEval ``check``).
+
+    ``task_code`` is the task's own code that the candidate was given (a HumanEval prompt's
+    imports and helper functions): it runs on the tests' side, so the tests call the task's
+    helpers, not the candidate's versions of them (``harness.py`` says how names are resolved).
+    """
     limits = limits or SandboxLimits()
     where = current_isolation()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dialab-sandbox-") as private:
         outputs = Path(private)
-        finished = _run_pair(where, outputs, candidate, tests, entry_point, limits)
+        finished = _run_pair(where, outputs, candidate, tests, entry_point, task_code, limits)
         stdout_tail = _tail(outputs / "candidate.stdout")
         stderr_tail = _tail(outputs / "candidate.stderr")
         tests_stderr = _tail(outputs / "tests.stderr")
@@ -151,6 +157,7 @@ def _run_pair(
     candidate: str,
     tests: str,
     entry_point: str | None,
+    task_code: str,
     limits: SandboxLimits,
 ) -> _Finished:
     process_limits = {
@@ -181,6 +188,10 @@ def _run_pair(
         tests_job = {
             "tests": tests,
             "entry_point": entry_point,
+            # Read, never run, on the tests' side: its import statements say which real modules
+            # the tests see under the names the candidate imported.
+            "candidate_source": candidate,
+            "task_code": task_code,
             "channel_fd": channel_fds["tests"],
             "limits": process_limits,
         }
