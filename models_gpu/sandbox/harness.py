@@ -22,9 +22,22 @@ module too (the wire format is tested directly), so nothing runs at import.
 Wire format: frames of a 4-byte big-endian length and a UTF-8 JSON object. Values are JSON
 scalars or one-key objects naming their type: ``{"list": [...]}``, ``{"tuple": [...]}``,
 ``{"set": [...]}``, ``{"frozenset": [...]}``, ``{"dict": [[key, value], ...]}``,
-``{"bytes": "hex"}``, ``{"complex": [real, imag]}``, and ``{"remote": n}`` for the candidate's
-object number n. Arguments travel by value; a list, dict or set argument the candidate changed is
-copied back into the tests' object after the call, so in-place functions can be tested.
+``{"bytes": "hex"}``, ``{"complex": [real, imag]}``, ``{"int": "hex"}`` for an integer too long
+for JSON's decimal digits (Python refuses to convert one of over 4,300 digits), and
+``{"remote": n}`` for the candidate's object number n. An instance of a subclass of a plain type
+(``Counter``, ``OrderedDict``, a ``namedtuple``, an ``IntEnum``) is a remote object, whose
+methods work; compared with plain data, or returned by the entry point, it stands for its plain
+equivalent, which the ``plain`` request fetches. Arguments travel by value; a list, dict or set
+argument the candidate changed is copied back into the tests' object after the call, so in-place
+functions can be tested (see ``_AssertionScope`` for when).
+
+How the tests' names are resolved, in this order, each overriding the one before: the
+candidate's names (stand-ins), except those that would shadow a builtin; the names the
+candidate's module-level import statements bind, imported afresh here from its *source* (read,
+never run), so a test relying on the candidate's ``import math`` gets the real module, not an
+object the candidate bound to ``math``; the task's own code (a HumanEval prompt's helpers such as
+``poly`` or ``encode_cyclic``), run here, so the candidate cannot replace what the tests call;
+the entry point, always the candidate's; then the tests' own imports and definitions.
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ from __future__ import annotations
 import builtins
 import errno
 import json
+import operator
 import os
 import resource
 import sys
@@ -43,6 +57,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ast
     from collections.abc import Callable, Iterator
+    from types import FrameType
     from typing import Any, TypeVar
 
     _T = TypeVar("_T")
@@ -53,6 +68,22 @@ _TAIL_CHARS = 1500
 _MAX_TESTS_REPORTED = 50
 _SCALARS = (type(None), bool, int, float, str)
 _MUTABLE_ARGUMENTS = (list, dict, set)
+# What an instance of a subclass of a plain type stands for, and how its plain value is taken
+# without calling methods the subclass may override (dict.copy of a Counter is a plain dict).
+_PLAIN_BASES: tuple[tuple[type, Callable[[Any], Any]], ...] = (
+    (int, int.__index__),
+    (float, float.__float__),
+    (str, str.__str__),
+    (bytes, bytes.__bytes__),
+    (list, list.copy),
+    (tuple, lambda value: tuple.__getitem__(value, slice(None))),
+    (dict, dict.copy),
+    (set, set.copy),
+    (frozenset, frozenset.copy),
+)
+# Larger integers travel as hex: JSON writes decimal digits, which Python refuses past 4,300
+# (int_max_str_digits); hex conversion is linear and not limited.
+_BIG_INT_BITS = 4096
 # The limits a failure can be blamed on, by the exception that shows it (exact types only).
 LIMIT_CAUSES = frozenset({"exited_early", "memory_limit", "file_size_limit", "open_files_limit"})
 # Exceptions a candidate may raise that the tests can catch as themselves.
@@ -111,6 +142,8 @@ def _read_exactly(fd: int, size: int) -> bytes:
 def encode(value: Any, remember: Callable[[Any], int] | None = None, depth: int = 0) -> Any:
     """``value`` in the wire format; other objects become the number ``remember`` gives them."""
     kind = type(value)
+    if kind is int and value.bit_length() > _BIG_INT_BITS:
+        return {"int": format(value, "x")}
     if kind in _SCALARS:
         return value
     if depth > MAX_DEPTH:
@@ -132,26 +165,40 @@ def encode(value: Any, remember: Callable[[Any], int] | None = None, depth: int 
     raise TypeError(f"a {kind.__name__} cannot cross the sandbox's boundary: only plain data can")
 
 
-def decode(wire: Any, resolve: Callable[[int], Any], depth: int = 0) -> Any:
-    """The value ``wire`` stands for; raises ProtocolError for anything else."""
+def decode(
+    wire: Any, resolve: Callable[[int], Any], depth: int = 0, *, from_candidate: bool = False
+) -> Any:
+    """The value ``wire`` stands for; raises ProtocolError for anything else.
+
+    ``from_candidate``: on the tests' side, a value the candidate sent: its NaNs become
+    ``CandidateNaN``.
+    """
     if type(wire) in _SCALARS:
+        if from_candidate and type(wire) is float and wire != wire:
+            return CandidateNaN()
         return wire
     if depth > MAX_DEPTH:
         raise ProtocolError(f"a value nested more than {MAX_DEPTH} levels deep")
     if type(wire) is not dict or len(wire) != 1:
         raise ProtocolError("a value that is neither a scalar nor a one-key object")
     ((tag, payload),) = wire.items()
+
+    def inner(item: Any) -> Any:
+        return decode(item, resolve, depth + 1, from_candidate=from_candidate)
+
     try:
         if tag in ("list", "tuple", "set", "frozenset") and type(payload) is list:
-            items = [decode(item, resolve, depth + 1) for item in payload]
+            items = [inner(item) for item in payload]
             return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
         if tag == "dict" and type(payload) is list:
             pairs = [_pair(item) for item in payload]
-            return {decode(k, resolve, depth + 1): decode(v, resolve, depth + 1) for k, v in pairs}
+            return {inner(k): inner(v) for k, v in pairs}
         if tag == "bytes" and type(payload) is str:
             return bytes.fromhex(payload)
         if tag == "complex" and type(payload) is list and len(payload) == 2:
             return complex(float(payload[0]), float(payload[1]))
+        if tag == "int" and type(payload) is str:
+            return int(payload, 16)
         if tag == "remote" and type(payload) is int:
             return resolve(payload)
     except (TypeError, ValueError) as error:  # unhashable set items or keys, bad hex...
@@ -340,6 +387,14 @@ def _compare(target: Any, argument: list[Any]) -> Any:
     return getattr(target, methods[operator])(other)
 
 
+def _plain_equivalent(target: Any, _: Any) -> list[Any] | None:
+    """[type name, plain value] for an instance of a subclass of a plain type, else None."""
+    for base, plain in _PLAIN_BASES:
+        if isinstance(target, base):
+            return [type(target).__name__[:100], plain(target)]
+    return None
+
+
 _OPERATIONS: dict[str, Callable[[Any, Any], Any]] = {
     "getattr": getattr,
     "setattr": _setattr,
@@ -355,6 +410,7 @@ _OPERATIONS: dict[str, Callable[[Any, Any], Any]] = {
     "hash": lambda target, _: hash(target),
     "compare": _compare,
     "type": lambda target, _: type(target).__name__,
+    "plain": _plain_equivalent,
 }
 
 
@@ -414,7 +470,7 @@ class _Connection:
 
     def decode(self, wire: Any) -> Any:
         try:
-            return decode(wire, Remote)
+            return decode(wire, Remote, from_candidate=True)
         except ProtocolError as error:
             raise self.fail(f"the candidate's process broke the protocol: {error}") from None
 
@@ -430,6 +486,11 @@ class _Connection:
             return self.fail(f"the code called exit() during a call\n{where}")
         exception_class = _CATCHABLE.get(str(raised.get("catchable_as")), CandidateError)
         message = str(raised.get("message"))[:_TAIL_CHARS]
+        if exception_class in (StopIteration, StopAsyncIteration):
+            # PEP 479's rule for generators, for the same reason: raised out of a call, it would
+            # end the tests' loop early, so all(map(f, cases)) would hold while f proved nothing.
+            exception_class = RuntimeError
+            message = f"the candidate's code raised {kind} out of a call (PEP 479)"
         try:
             error = exception_class(message)
         except Exception:  # a builtin whose constructor wants other arguments
@@ -442,6 +503,52 @@ class _Connection:
 
 class CandidateError(Exception):
     """The candidate's code raised an exception that is not one of Python's own."""
+
+
+class CandidateNaN(float):
+    """A NaN that came from the candidate, and what arithmetic on it gives: ordering it raises.
+
+    ``not x > tol`` is true of every NaN, so a test written that way would pass an answer of
+    NaN. Equality keeps float's rules (never equal), and ``math.isnan`` is true, so a test that
+    expects NaN still passes.
+    """
+
+    def __new__(cls) -> CandidateNaN:
+        return super().__new__(cls, "nan")
+
+    def _refuse_order(self, other: object) -> bool:
+        raise ValueError("the candidate's value is NaN, which cannot be ordered (<, <=, >, >=)")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _refuse_order
+
+
+def _keeps_candidate_nan(operation: Callable[..., Any]) -> Callable[..., Any]:
+    def apply(self: CandidateNaN, *other: Any) -> Any:
+        result = operation(self, *other)
+        if type(result) is float and result != result:
+            return CandidateNaN()
+        return result
+
+    return apply
+
+
+for _name in (
+    *("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__"),
+    *("__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__rfloordiv__", "__rmod__"),
+    *("__rpow__", "__neg__", "__pos__", "__abs__", "__round__"),
+):
+    setattr(CandidateNaN, _name, _keeps_candidate_nan(getattr(float, _name)))
+
+# The subclasses of plain types whose values were compared as plain data, in the current test.
+_CARRIED: set[str] = set()
+_ORDERINGS: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+}
 
 
 _CONNECTION: _Connection | None = None
@@ -525,11 +632,13 @@ class Remote:
     def __hash__(self) -> int:
         return _expect(_connection().value("hash", self), int, "hash()")
 
-    def _compare(self, operator: str, other: Any) -> Any:
+    def _compare(self, comparison: str, other: Any) -> Any:
         if type(other) is not Remote:
-            return NotImplemented
+            # With plain data, only a plain equivalent compares, by the tests' own rules.
+            plain = _plain_value_of(self)
+            return NotImplemented if plain is None else _ORDERINGS[comparison](plain, other)
         return _expect(
-            _connection().value("compare", self, [operator, other]), bool, "a comparison"
+            _connection().value("compare", self, [comparison, other]), bool, "a comparison"
         )
 
     def __eq__(self, other: object) -> Any:
@@ -549,6 +658,19 @@ class Remote:
 
     def __ge__(self, other: Any) -> Any:
         return self._compare("ge", other)
+
+
+def _plain_value_of(remote: Remote) -> Any:
+    """What a candidate's instance of a subclass of a plain type (``Counter``, a namedtuple)
+    stands for in plain data, fetched now (its methods may have changed it); None for any other
+    object. The type is noted for the verdict: "compared as plain data"."""
+    described = _connection().value("plain", remote)
+    if described is None:
+        return None
+    if type(described) is not list or len(described) != 2 or type(described[0]) is not str:
+        raise _connection().fail("the candidate's process broke the protocol: a bad plain value")
+    _CARRIED.add(described[0][:100])
+    return described[1]
 
 
 def _expect(value: Any, kind: type[_T], what: str) -> _T:
@@ -571,8 +693,58 @@ def call_candidate(function: Remote, args: tuple[Any, ...], kwargs: dict[str, An
     if type(after) is list and len(after) == len(args):
         for original, wire in zip(args, after, strict=True):
             if type(original) in _MUTABLE_ARGUMENTS and wire is not None:
-                _copy_into(original, connection.decode(wire))
+                _copy_back(original, connection.decode(wire))
     return connection.decode(reply.get("value"))
+
+
+class _AssertionScope:
+    """Entered around each of the tests' asserts (``_ScopeAsserts``): while the assert's own
+    expression is evaluated, an argument the candidate changed keeps its value from before the
+    call, and takes the changed one when the assert ends.
+
+    Without it, ``assert f(data) == sorted(data)`` would compare against the list as the
+    candidate left it: emptying its argument and returning ``[]`` would pass. A call made as a
+    statement of its own (``f(data)`` then ``assert data == [...]``: an in-place function) is
+    copied back at once, and so is one made inside a function the assert calls (a test helper
+    has its own asserts).
+    """
+
+    def __enter__(self) -> None:
+        _SCOPES.append((sys._getframe(1), []))
+
+    def __exit__(self, *exception: object) -> None:
+        _frame, pending = _SCOPES.pop()
+        for original, changed in pending:
+            _copy_back(original, changed)
+
+
+# Open assertion scopes, innermost last: the frame that runs the assert, and the copies it holds.
+_SCOPES: list[tuple[FrameType, list[tuple[Any, Any]]]] = []
+
+
+def _copy_back(original: Any, changed: Any) -> None:
+    pending = _open_scope_of_this_call()
+    if pending is None:
+        _copy_into(original, changed)
+    else:
+        pending.append((original, changed))
+
+
+def _open_scope_of_this_call() -> list[tuple[Any, Any]] | None:
+    """The copies held by the innermost assertion scope, if this call is made by its expression
+    (directly, or through a lambda or comprehension in it), else None."""
+    if not _SCOPES:
+        return None
+    scope_frame, pending = _SCOPES[-1]
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame is scope_frame:
+            return pending
+        code = frame.f_code
+        if code.co_filename == "<tests>" and not code.co_name.startswith("<"):
+            return None  # a function of the tests', called from the assert
+        frame = frame.f_back
+    return None
 
 
 def _copy_into(original: Any, changed: Any) -> None:
@@ -588,29 +760,32 @@ def _copy_into(original: Any, changed: Any) -> None:
 
 def _plain_data_only(function: Remote) -> Callable[..., Any]:
     def candidate(*args: Any, **kwargs: Any) -> Any:
-        value = call_candidate(function, args, kwargs)
-        if _holds_remote(value, 0):
-            raise TypeError(
-                "the function returned an object that is not plain data; only numbers, strings, "
-                "bytes, lists, tuples, dicts, sets and None are accepted"
-            )
-        return value
+        return _as_plain_data(call_candidate(function, args, kwargs), 0)
 
     return candidate
 
 
-def _holds_remote(value: Any, depth: int) -> bool:
-    if type(value) is Remote:
-        return True
+def _as_plain_data(value: Any, depth: int) -> Any:
+    """``value`` with each of the candidate's objects replaced by its plain equivalent; a
+    TypeError if one has none (an entry point's answer is plain data)."""
     if depth > MAX_DEPTH:
-        return True
+        raise TypeError(f"the function returned a value nested over {MAX_DEPTH} levels deep")
+    if type(value) is Remote:
+        plain = _plain_value_of(value)
+        if plain is None:
+            raise TypeError(
+                "the function returned an object that is not plain data; only numbers, strings, "
+                "bytes, lists, tuples, dicts, sets and None (and their subclasses, such as "
+                "Counter or a namedtuple) are accepted"
+            )
+        return _as_plain_data(plain, depth + 1)
     if type(value) in (list, tuple, set, frozenset):
-        return any(_holds_remote(item, depth + 1) for item in value)
+        return type(value)(_as_plain_data(item, depth + 1) for item in value)
     if type(value) is dict:
-        return any(
-            _holds_remote(k, depth + 1) or _holds_remote(v, depth + 1) for k, v in value.items()
-        )
-    return False
+        return {
+            _as_plain_data(k, depth + 1): _as_plain_data(v, depth + 1) for k, v in value.items()
+        }
+    return value
 
 
 def run_test_suite(job: dict[str, Any], channel: int) -> dict[str, Any]:
@@ -639,7 +814,13 @@ def run_test_suite(job: dict[str, Any], channel: int) -> dict[str, Any]:
         return report
     candidate_names = {str(name): connection.decode(wire) for name, wire in names.items()}
     report["loaded"] = True
-    report["tests"] = _run_tests(job["tests"], job.get("entry_point"), candidate_names)
+    report["tests"] = _run_tests(
+        job["tests"],
+        job.get("entry_point"),
+        candidate_names,
+        imported=_imported_names(str(job.get("candidate_source") or "")),
+        task_code=str(job.get("task_code") or ""),
+    )
     limits = [test.pop("limit") for test in report["tests"]]
     report["limit"] = next((limit for limit in limits if limit is not None), None)
     report["candidate_failure"] = connection.broken
@@ -647,17 +828,30 @@ def run_test_suite(job: dict[str, Any], channel: int) -> dict[str, Any]:
 
 
 def _run_tests(
-    tests: str, entry_point: str | None, candidate_names: dict[str, Any]
+    tests: str,
+    entry_point: str | None,
+    candidate_names: dict[str, Any],
+    *,
+    imported: dict[str, Any],
+    task_code: str,
 ) -> list[dict[str, Any]]:
+    """Run each test; the names they see are resolved as the module docstring says."""
     # The candidate's names, but none that would shadow a builtin the tests use: a candidate's
-    # ``abs`` returning 0 would pass ``assert abs(f(x) - y) < 1e-6``. (The tests' own
-    # definitions and imports run later, so they win over the candidate's names anyway.)
+    # ``abs`` returning 0 would pass ``assert abs(f(x) - y) < 1e-6``.
     namespace: dict[str, Any] = {
         name: value
         for name, value in candidate_names.items()
         if name == entry_point or not hasattr(builtins, name)
     }
-    namespace.update(__name__="__tests__", __builtins__=builtins)
+    namespace.update(
+        {name: value for name, value in imported.items() if name != entry_point},
+        __name__="__tests__",
+        __builtins__=builtins,
+        __dialab_assertion_scope__=_AssertionScope,
+    )
+    task_failure = _run_task_code(task_code, entry_point, namespace)
+    if task_failure is not None:
+        return [_outcome("the task's own code", task_failure)]
     if entry_point is not None:
         function = candidate_names.get(entry_point)
         if type(function) is not Remote:
@@ -669,9 +863,10 @@ def _run_tests(
     _show_source("<tests>", tests)
     try:
         module = ast.parse(tests, "<tests>")
-    except SyntaxError as error:
-        message = f"the tests do not parse: {error}"
-        return [{"name": "tests", "passed": False, "error": message, "limit": None}]
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        message = f"the tests do not parse: {type(error).__name__}: {error}"
+        return [{"name": "tests", "passed": False, "error": message[:_TAIL_CHARS], "limit": None}]
+    _scope_asserts(module)
 
     results: list[dict[str, Any]] = []
     for statement in module.body:
@@ -697,6 +892,7 @@ def _run_tests(
 
 
 def _guarded(function: Callable[..., Any], *args: Any) -> BaseException | None:
+    _CARRIED.clear()
     try:
         function(*args)
     except BaseException as error:  # CandidateGone, SystemExit and KeyboardInterrupt: never a pass
@@ -709,9 +905,136 @@ def _outcome(name: str, error: BaseException | None) -> dict[str, Any]:
     return {
         "name": name[:200],
         "passed": error is None,
-        "error": None if error is None else _describe_test_failure(error),
+        "error": None if error is None else _describe_test_failure(error) + _carried_note(),
         "limit": limit,
     }
+
+
+def _carried_note() -> str:
+    """Which of the candidate's values were compared as their plain equivalents, if any."""
+    if not _CARRIED:
+        return ""
+    names = ", ".join(sorted(_CARRIED)[:5])
+    return f"\n(the candidate's {names} values were compared as plain data)"
+
+
+def _imported_names(source: str) -> dict[str, Any]:
+    """What the module-level import statements of ``source`` bind, imported here, afresh.
+
+    ``source`` is the candidate's: it is parsed, never run. An import that fails here (it failed
+    or was guarded there too: only the standard library is in the sandbox) binds nothing.
+    """
+    import ast
+
+    try:
+        module = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}  # the candidate's side says why its code did not load
+    names: dict[str, Any] = {}
+    for statement in _module_level(module.body):
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                _bind_import(names, alias.asname, alias.name)
+        elif isinstance(statement, ast.ImportFrom) and _absolute_module(statement):
+            for alias in statement.names:
+                _bind_from_import(names, str(statement.module), alias.name, alias.asname)
+    return names
+
+
+def _absolute_module(statement: ast.ImportFrom) -> bool:
+    """``from x import y`` with x a module (not ``from . import y``, not ``__future__``)."""
+    return statement.level == 0 and statement.module not in (None, "__future__")
+
+
+def _module_level(statements: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements that run when a module is loaded: those in blocks too, not in functions."""
+    import ast
+
+    for statement in statements:
+        yield statement
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            yield from _module_level(getattr(statement, field, []))
+        for handler in getattr(statement, "handlers", []):
+            yield from _module_level(handler.body)
+
+
+def _bind_import(names: dict[str, Any], alias: str | None, dotted: str) -> None:
+    """``import a.b`` binds ``a``; ``import a.b as x`` binds ``x`` to ``a.b``."""
+    import importlib
+
+    try:
+        module = importlib.import_module(dotted)
+    except Exception:
+        return
+    if alias:
+        names[alias] = module
+    else:
+        top = dotted.partition(".")[0]
+        names[top] = sys.modules[top]
+
+
+def _bind_from_import(
+    names: dict[str, Any], module_name: str, name: str, alias: str | None
+) -> None:
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+        if name == "*":
+            public = getattr(module, "__all__", None) or [
+                key for key in vars(module) if not key.startswith("_")
+            ]
+            names.update({str(key): getattr(module, key) for key in public})
+        elif hasattr(module, name):
+            names[alias or name] = getattr(module, name)
+        else:  # a submodule: ``from os import path``
+            names[alias or name] = importlib.import_module(f"{module_name}.{name}")
+    except Exception:
+        return
+
+
+def _run_task_code(
+    task_code: str, entry_point: str | None, namespace: dict[str, Any]
+) -> BaseException | None:
+    """Run the task's own code here, all of it but the entry point's definition (the candidate's
+    completes it). A prefix that does not parse on its own (a bare ``def f(x):``) is skipped:
+    then only the candidate's copy of it exists."""
+    import ast
+
+    _show_source("<task code>", task_code)
+    try:
+        module = ast.parse(task_code, "<task code>")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    module.body = [
+        statement
+        for statement in module.body
+        if not (
+            isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
+            and statement.name == entry_point
+        )
+    ]
+    return _guarded(exec, compile(module, "<task code>", "exec"), namespace)
+
+
+def _scope_asserts(module: ast.Module) -> None:
+    """Put each ``assert`` of the tests in ``with __dialab_assertion_scope__():``."""
+    import ast
+
+    def scoped(statement: ast.stmt) -> ast.stmt:
+        if not isinstance(statement, ast.Assert):
+            return statement
+        scope = ast.Call(ast.Name("__dialab_assertion_scope__", ast.Load()), [], [])
+        return ast.copy_location(ast.With([ast.withitem(scope)], [statement]), statement)
+
+    for node in ast.walk(module):
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(node, field, None)
+            if isinstance(statements, list):
+                setattr(node, field, [scoped(statement) for statement in statements])
+    ast.fix_missing_locations(module)
 
 
 def _describe_test_failure(error: BaseException) -> str:

@@ -5,6 +5,8 @@ Tests are asserts (top-level, or in a loop or block: one test each), ``test_*`` 
 a HumanEval ``check(candidate)`` (needs the entry point). The code is the last fenced python
 block of the response, else the whole response; a ``prompt_prefix`` (HumanEval's signature and
 docstring) goes before it, so a body-only completion and a complete function both work. The
+prefix is the task's own code: it also runs on the tests' side, so the tests call the prompt's
+helpers (HumanEval/38's ``encode_cyclic``), never the candidate's versions of them. The
 details say which test failed and how: the teacher of a coding task is meant to see failing
 assertions.
 """
@@ -36,7 +38,11 @@ def verify_code(task: TaskSpec, response: str) -> Verdict:
     if not code.strip():
         return Verdict(False, 0.0, None, {"reason": "no_code_found"})
     report = run_tests(
-        prefix + code, tests, entry_point=str(entry_point) if entry_point else None, limits=limits
+        prefix + code,
+        tests,
+        entry_point=str(entry_point) if entry_point else None,
+        task_code=prefix,
+        limits=limits,
     )
     return Verdict(report.passed, _score(report), code[:_SHOWN_CODE_CHARS], code_details(report))
 

@@ -38,3 +38,20 @@ def test_all_canonical_solutions_pass() -> None:
     for name, problem in PROBLEMS.items():
         verdict = verify(task(problem), problem["canonical_solution"])
         assert verdict.correct, (name, verdict.details)
+
+
+# Wrong answers that redefine the prompt's helper that the tests call: the helper is the task's
+# code, run on the tests' side, so each fails.
+HELPER_CHEATS = {
+    "HumanEval/32": "def poly(xs, x):\n    return 0.0\n\ndef find_zero(xs):\n    return 0.0\n",
+    "HumanEval/38": "def encode_cyclic(s):\n    return s\n\ndef decode_cyclic(s):\n    return s\n",
+    "HumanEval/50": "def encode_shift(s):\n    return s\n\ndef decode_shift(s):\n    return s\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HELPER_CHEATS))
+def test_a_wrong_answer_that_redefines_the_prompts_helper_fails(name: str) -> None:
+    problem = PROBLEMS[name]
+    verdict = verify(task(problem), f"```python\n{HELPER_CHEATS[name]}```")
+    assert not verdict.correct, verdict.details
+    assert verdict.details["reason"] == "tests_failed"

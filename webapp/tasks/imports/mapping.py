@@ -18,13 +18,15 @@ from webapp.tasks.imports.errors import TaskImportError
 from webapp.tasks.models import Task
 from webapp.tasks.services import TASK_CONTENT_FIELDS
 
-# Fields a source column can fill. answer/tests/entry_point/solution go into Task.reference.
+# Fields a source column can fill. answer/tests/entry_point/solution/prompt_prefix go into
+# Task.reference (prompt_prefix: a code task's own code, e.g. HumanEval's function head).
 MAPPABLE_FIELDS = (
     "prompt",
     "answer",
     "tests",
     "entry_point",
     "solution",
+    "prompt_prefix",
     "shards",
     "verifier_kind",
     "domain",
@@ -33,7 +35,7 @@ MAPPABLE_FIELDS = (
     "external_id",
     "metadata",
 )
-REFERENCE_FIELDS = ("answer", "tests", "entry_point", "solution")
+REFERENCE_FIELDS = ("answer", "tests", "entry_point", "solution", "prompt_prefix")
 # Fields a constant can fill when the source does not have them.
 DEFAULTABLE_FIELDS = ("verifier_kind", "domain", "difficulty", "tags")
 # Dialab's own JSONL carries exactly the fields that make a task what it is.
@@ -253,7 +255,7 @@ def build_dialab_task(where: str, record: dict[str, Any], position: int) -> Task
     """A line of Dialab's own export: every task field by name, taken as it is."""
     unknown = set(record) - set(DIALAB_FIELDS)
     if unknown:
-        raise TaskImportError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        raise TaskImportError(f"{where}: unknown field(s) {bounds.names_text(sorted(unknown))}")
     prompt = record.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise TaskImportError(f"{where}: missing required field 'prompt'")

@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from django.conf import settings
 
+from webapp.tasks import bounds
 from webapp.tasks.imports.errors import TaskImportError
 from webapp.tasks.imports.mapping import FieldMapping, build_dialab_task
 from webapp.tasks.imports.readers import csv_header, read_csv, read_json, read_jsonl
@@ -94,14 +95,14 @@ def file_source(
         header = csv_header(stream)
         stream.seek(0)
         missing = [
-            f"'{column}' (for {name})"
+            f"'{bounds.name_text(column)}' (for {name})"
             for name, column in mapping.columns.items()
             if column and column.split(".")[0] not in header
         ]
         if missing:
             raise TaskImportError(
                 f"line 1: the CSV header has no column {', '.join(missing)}; "
-                f"it has: {', '.join(header)}"
+                f"it has: {bounds.names_text(header)}"
             )
     readers = {"jsonl": read_jsonl, "dialab": read_jsonl, "csv": read_csv}
     if file_format == "json":
@@ -129,12 +130,17 @@ HUMANEVAL_INSTRUCTION = (
 def _as_chat_problem(problem: dict[str, Any]) -> dict[str, Any]:
     """HumanEval's prompt is a bare function head for completion models; a student in a dialogue
     gets it as an instruction with the code fenced, and the reference solution is the whole
-    function (head and canonical body), as a teacher would show it."""
+    function (head and canonical body), as a teacher would show it.
+
+    The head is also the task's own code (``prompt_prefix``): its imports and the helpers the
+    tests call (HumanEval/38's ``encode_cyclic``) exist whether or not the answer repeats them,
+    and the tests call the head's helpers, never an answer's versions of them."""
     head = problem["prompt"]
     return {
         **problem,
         "prompt": f"{HUMANEVAL_INSTRUCTION}\n\n```python\n{head.rstrip()}\n```",
         "canonical_solution": head + problem["canonical_solution"],
+        "head": head,
     }
 
 
@@ -143,6 +149,7 @@ HUMANEVAL_MAPPING = {
     "tests": "test",
     "entry_point": "entry_point",
     "solution": "canonical_solution",
+    "prompt_prefix": "head",
     "external_id": "task_id",
 }
 HUMANEVAL_DEFAULTS = {"verifier_kind": "code", "domain": "code"}
@@ -215,14 +222,14 @@ def hf_dataset_source(name_or_path: str, *, split: str, mapping: FieldMapping) -
         raise TaskImportError("; ".join(problems))
     dataset = _hf_dataset(name_or_path, split)
     missing = [
-        f"'{column}' (for {name})"
+        f"'{bounds.name_text(column)}' (for {name})"
         for name, column in mapping.columns.items()
         if column and column.split(".")[0] not in dataset.column_names
     ]
     if missing:
         raise TaskImportError(
             f"the dataset has no column {', '.join(missing)}; "
-            f"it has: {', '.join(dataset.column_names)}"
+            f"it has: {bounds.names_text(dataset.column_names)}"
         )
 
     def records() -> Iterator[tuple[int, dict[str, Any]]]:

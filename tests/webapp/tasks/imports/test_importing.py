@@ -149,12 +149,31 @@ def test_humaneval_imports_164_code_tasks() -> None:
     first = task_set.tasks.get(position=0)
     assert first.external_id == "HumanEval/0"
     assert first.verifier_kind == "code" and first.domain == "code"
-    assert set(first.reference) == {"tests", "entry_point", "solution"}
+    assert set(first.reference) == {"tests", "entry_point", "solution", "prompt_prefix"}
+    assert first.reference["prompt_prefix"].startswith("from typing import List")
     assert first.reference["entry_point"] == "has_close_elements"
     assert "def check(candidate)" in first.reference["tests"]
     assert first.prompt.startswith(HUMANEVAL_INSTRUCTION)
     assert "```python\nfrom typing import List" in first.prompt
     assert first.reference["solution"].startswith("from typing import List")
+
+
+@pytest.mark.django_db
+def test_imported_humaneval_grades_on_the_prompts_own_helpers() -> None:
+    """HumanEval/38's tests call ``encode_cyclic``, which the prompt defines: an answer that
+    gives only the function asked for passes, one that redefines the helper to fit fails."""
+    from models_gpu.verifiers import verify
+    from webapp.tasks.selectors import task_payloads
+    from workers.specs import task_spec
+
+    task_set = import_into_task_set(source=humaneval_source(), task_set_name="HumanEval")
+    assert task_set.tasks.get(position=38).external_id == "HumanEval/38"
+    task = task_spec(task_payloads(task_set_id=task_set.pk)[38])
+    honest = "def decode_cyclic(s: str):\n    return encode_cyclic(encode_cyclic(s))\n"
+    assert verify(task, f"```python\n{honest}```").correct
+    cheat = "def encode_cyclic(s):\n    return s\n\ndef decode_cyclic(s):\n    return s\n"
+    verdict = verify(task, f"```python\n{cheat}```")
+    assert not verdict.correct and verdict.details["reason"] == "tests_failed"
 
 
 @pytest.mark.django_db
