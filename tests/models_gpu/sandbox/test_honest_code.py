@@ -345,3 +345,27 @@ def test_no_installed_packages_are_visible_inside() -> None:
     tests = f"assert SEEN == []\nassert set(ROOT) <= {allowed!r}\n"
     report = run_tests(candidate, tests, limits=FAST)
     assert report.passed, report
+
+
+def test_each_sandbox_has_a_loopback_of_its_own_and_no_other_interface() -> None:
+    """Loopback is up inside each sandbox's network namespace, and reaches only that sandbox: a
+    port the candidate listens on is not there for the tests' process beside it."""
+    candidate = (
+        "import socket\n"
+        "INTERFACES = [name for _, name in socket.if_nameindex()]\n"
+        "listener = socket.socket()\nlistener.bind(('127.0.0.1', 0))\nlistener.listen()\n"
+        "PORT = listener.getsockname()[1]\n"
+        "socket.create_connection(('127.0.0.1', PORT), timeout=1).close()\n"
+    )
+    tests = (
+        "import socket\n"
+        "assert INTERFACES == ['lo']\n"
+        "def test_the_candidates_port_is_not_here():\n"
+        "    try:\n"
+        "        socket.create_connection(('127.0.0.1', PORT), timeout=1)\n"
+        "    except ConnectionRefusedError:\n"
+        "        return\n"
+        "    raise AssertionError('connected to the other sandbox')\n"
+    )
+    report = run_tests(candidate, tests, limits=FAST)
+    assert report.passed, report
