@@ -211,3 +211,37 @@ def test_the_wire_format_carries_big_integers_as_hex() -> None:
     big = -(3**20000)
     assert harness.encode(big) == {"int": format(big, "x")}
     assert harness.decode(harness.encode(big), lambda n: None) == big
+
+
+# MBPP+'s tests: inputs and results, and an assertion helper that a loop calls.
+ASSERTION_HELPER_TESTS = """
+import math
+
+def close_enough(out, exp, tolerance):
+    if tolerance:
+        assert math.isclose(out, exp, abs_tol=tolerance)
+    else:
+        assert out == exp
+
+def assertion(out, exp, tolerance):
+    close_enough(out, exp, tolerance)
+
+inputs = [[1, 2], [3, 4], [10, -10]]
+results = [3, 7, 0]
+for inp, exp in zip(inputs, results):
+    assertion(add(*inp), exp, 0)
+"""
+
+
+def test_a_loop_that_calls_the_tests_own_assertion_helper_is_a_test() -> None:
+    report = run("def add(a, b):\n    return a + b\n", ASSERTION_HELPER_TESTS, "add")
+    assert report.passed, report
+    assert len(report.tests) == 1 and report.tests[0].name.startswith("line 15: for inp")
+    wrong = run("def add(a, b):\n    return a * b\n", ASSERTION_HELPER_TESTS, "add")
+    assert wrong.outcome == "tests_failed"
+
+
+def test_the_tests_may_hold_integer_literals_of_any_size() -> None:
+    literal = "1" + "0" * 5000  # 10 ** 5000: over Python's default limit of 4,300 digits
+    report = run("def f():\n    return 10 ** 5000\n", f"assert f() == {literal}\n", "f")
+    assert report.passed, report
