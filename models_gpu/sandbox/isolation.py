@@ -190,7 +190,13 @@ class Sandboxed:
                 os.killpg(self.process.pid, signal.SIGKILL)
             else:
                 self.process.kill()
-        self.process.communicate()
+        # Killed, not drained: what is left in its pipes is not read (a flood has no end, and
+        # the caller has read what it wanted, within its own bounds).
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        self.process.wait()
         if first is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 signal.pidfd_send_signal(first, signal.SIGKILL)

@@ -35,7 +35,8 @@ non-empty line (code: the last fenced python block, else the whole response).
              (optional)}``; runs in ``models_gpu.sandbox``. Options: ``timeout_seconds`` (float,
              default 10), ``memory_mb`` (int, default 512). Details: ``{"reason": "correct" |
              "tests_failed" | "load_error" | "exited_early" | "timeout" | "memory_limit" |
-             "file_size_limit" | "open_files_limit" | "crashed" | "no_code_found",
+             "file_size_limit" | "open_files_limit" | "killed_by_signal" | "bad_report" |
+             "crashed" | "no_code_found",
              "tests_passed": int, "tests_total": int, "failures": [{"test", "error"}] (first
              3), "load_error", "notes", "stdout_tail", "stderr_tail", "sandbox": "bubblewrap" |
              "none" (``DIALAB_SANDBOX=none``: run without a sandbox)}``.
