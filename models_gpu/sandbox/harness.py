@@ -388,10 +388,15 @@ def _compare(target: Any, argument: list[Any]) -> Any:
 
 
 def _plain_equivalent(target: Any, _: Any) -> list[Any] | None:
-    """[type name, plain value] for an instance of a subclass of a plain type, else None."""
+    """[type name, plain value] for an instance of a subclass of a plain type, or for another
+    integer type (numpy's ``int64``), else None."""
     for base, plain in _PLAIN_BASES:
         if isinstance(target, base):
             return [type(target).__name__[:100], plain(target)]
+    import numbers
+
+    if isinstance(target, numbers.Integral):
+        return [type(target).__name__[:100], int(target)]
     return None
 
 

@@ -2,9 +2,10 @@
 
 The boundary is the operating system, set up by bubblewrap (Debian package ``bubblewrap``, the
 tool Flatpak uses): each process gets fresh user, PID, network, IPC, UTS and cgroup namespaces
-(no network at all, not even loopback), no new user namespaces inside, uid and gid 65534, a
-read-only view of ``/usr`` and the interpreter's prefix with every package directory
-(site-packages, dist-packages) of every Python there masked, a private size-capped tmpfs as its
+(no network: only the namespace's own loopback, which reaches nothing else), no new user
+namespaces inside, uid and gid 65534, a read-only view of ``/usr`` and the interpreter's prefix
+with every package directory (site-packages, dist-packages) of every Python there masked, the
+packages the operator allows (below) read-only, a private size-capped tmpfs as its
 only writable place, a read-only minimal ``/dev``, no ``/proc``, no ``/etc``, no environment, no
 descriptors but the ones handed over, a seccomp deny list (``seccomp.py``), and it dies with its
 parent. A worker running as root starts bubblewrap as user 65534 ("nobody",
@@ -20,13 +21,22 @@ default mode refuses to run anything and ``SandboxUnavailable`` says how to enab
 ``DIALAB_SANDBOX_PYTHON`` names the interpreter run inside the sandbox. By default the worker's
 own base interpreter is tried, then the system's ``python3``: the sandbox user must be able to
 read it (a pyenv interpreter under a private home directory is not readable by "nobody").
+
+``DIALAB_SANDBOX_PACKAGES`` lists the installed packages sandboxed code may import besides the
+standard library (comma-separated import names; default ``numpy``, which MBPP+'s tests import;
+empty for none). Each is found in the worker's environment and bound read-only at
+``/sandbox-packages/NAME``, with its bundled libraries (``numpy.libs``). It adds no capability
+the sandbox does not already give (native code can be loaded anyway); a package's own
+dependencies must be listed too. It must have been built for the sandbox's interpreter.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import glob
+import importlib.util
 import json
 import os
 import select
@@ -43,13 +53,24 @@ from models_gpu.sandbox.seccomp import compiled_filter
 
 MODE_VARIABLE = "DIALAB_SANDBOX"
 PYTHON_VARIABLE = "DIALAB_SANDBOX_PYTHON"
+PACKAGES_VARIABLE = "DIALAB_SANDBOX_PACKAGES"
+DEFAULT_PACKAGES = "numpy"
+PACKAGES_MOUNT = "/sandbox-packages"
 Mode = Literal["bubblewrap", "none"]
 MODES: tuple[Mode, ...] = ("bubblewrap", "none")
 NOBODY = 65534
 _GONE_WITHIN_SECONDS = 5.0
 SANDBOX_HOME = "/tmp"
 CODE_MOUNT = "/sandbox-code"  # where ``start``'s read-only code directory appears inside
-ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": SANDBOX_HOME}
+ENVIRONMENT = {
+    "PATH": "/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "HOME": SANDBOX_HOME,
+    # No threads may start in the sandbox: numerical libraries must not try (OpenBLAS would).
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 HOW_TO_ENABLE = (
     "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
     "bubblewrap) and allow unprivileged user namespaces (in a container: run the worker with "
@@ -81,6 +102,7 @@ class Isolation:
     python: str
     mounts: tuple[str, ...] = ()  # bubblewrap arguments that build the filesystem view
     bwrap: str = ""
+    packages_path: str = ""  # the directory, as seen inside, that holds the allowed packages
 
     def start(
         self,
@@ -250,22 +272,65 @@ def configured_mode() -> Mode:
     return value
 
 
+def configured_packages() -> tuple[str, ...]:
+    """The import names in ``DIALAB_SANDBOX_PACKAGES`` (default ``numpy``), validated."""
+    value = os.environ.get(PACKAGES_VARIABLE, DEFAULT_PACKAGES)
+    names = tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
+    wrong = [name for name in names if not name.isidentifier()]
+    if wrong:
+        raise ValueError(
+            f"{PACKAGES_VARIABLE}: {', '.join(map(repr, wrong))} is not a top-level import name "
+            "(expected e.g. numpy,sympy,mpmath)"
+        )
+    return names
+
+
 def current_isolation() -> Isolation:
     """The way this machine runs sandboxed processes, per ``DIALAB_SANDBOX`` (checked once)."""
-    return _isolation(configured_mode(), os.environ.get(PYTHON_VARIABLE, ""))
+    return _isolation(configured_mode(), os.environ.get(PYTHON_VARIABLE, ""), configured_packages())
+
+
+def installed_package_dirs(names: tuple[str, ...]) -> dict[str, str]:
+    """Where each of ``names`` is installed for the worker, by the name it gets in the sandbox:
+    the package's directory, and its bundled shared libraries (``numpy.libs``, which numpy's
+    extensions find by a path relative to their own). Names not installed are left out; a
+    module that is a single file is not supported (none of the usual ones is)."""
+    found: dict[str, str] = {}
+    for name in names:
+        spec = importlib.util.find_spec(name)  # a top-level name: nothing is imported
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        if not locations:
+            continue
+        found[name] = locations[0]
+        bundled = Path(locations[0]).with_name(f"{name}.libs")
+        if bundled.is_dir():
+            found[bundled.name] = str(bundled)
+    return found
 
 
 @functools.cache
-def _isolation(mode: Mode, python: str) -> Isolation:
+def _isolation(mode: Mode, python: str, packages: tuple[str, ...]) -> Isolation:
+    package_dirs = installed_package_dirs(packages)
     if mode == "none":
-        return Isolation("none", python or sys.executable)
+        return Isolation("none", python or sys.executable, packages_path=_linked(package_dirs))
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable(f"bubblewrap (bwrap) is not installed. {HOW_TO_ENABLE}")
+    package_mounts = [
+        argument
+        for name, directory in sorted(package_dirs.items())
+        for argument in ("--ro-bind", directory, f"{PACKAGES_MOUNT}/{name}")
+    ]
     failures = []
     for interpreter in [python] if python else _default_interpreters():
         try:
-            candidate = Isolation("bubblewrap", interpreter, _mounts(interpreter), bwrap)
+            candidate = Isolation(
+                "bubblewrap",
+                interpreter,
+                (*_mounts(interpreter), *package_mounts),
+                bwrap,
+                PACKAGES_MOUNT if package_dirs else "",
+            )
             _smoke_test(candidate)
         except (OSError, ValueError, subprocess.SubprocessError) as error:
             failures.append(f"{interpreter}: {error}")
@@ -274,6 +339,17 @@ def _isolation(mode: Mode, python: str) -> Isolation:
     raise SandboxUnavailable(
         "bubblewrap could not start a sandbox: " + "; ".join(failures) + f". {HOW_TO_ENABLE}"
     )
+
+
+def _linked(package_dirs: dict[str, str]) -> str:
+    """Unsandboxed: a private directory of links to the allowed packages, for ``sys.path``."""
+    if not package_dirs:
+        return ""
+    directory = tempfile.mkdtemp(prefix="dialab-sandbox-packages-")
+    atexit.register(shutil.rmtree, directory, True)
+    for name, target in package_dirs.items():
+        os.symlink(target, os.path.join(directory, name))
+    return directory
 
 
 def _default_interpreters() -> list[str]:

@@ -47,7 +47,8 @@ from models_gpu.sandbox.isolation import Isolation, Sandboxed, current_isolation
 
 HARNESS = Path(harness.__file__)
 HARNESS_MODULE = "dialab_sandbox_harness"
-# Run in each sandbox, with argv [code directory, role, usage descriptor]. It forks before any
+# Run in each sandbox, with argv [code directory, role, usage descriptor, packages directory (or
+# "")]: the packages the operator lets sandboxed code import (``isolation.py``). It forks before any
 # untrusted code runs: the child plays the role; the parent closes everything but the usage
 # descriptor, waits, writes there how the child ended (its wait status) and what it used (CPU
 # seconds, peak resident kilobytes), and exits as bubblewrap would (128 + N for signal N).
@@ -56,11 +57,13 @@ HARNESS_MODULE = "dialab_sandbox_harness"
 # The child closes the descriptor first thing, so what arrives there is the waiter's alone.
 _BOOTSTRAP = f"""\
 import os, sys
-code_dir, role, usage = sys.argv[1], sys.argv[2], int(sys.argv[3])
+code_dir, role, usage, packages = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 child = os.fork()
 if child == 0:
     os.close(usage)
     sys.path.insert(0, code_dir)
+    if packages:
+        sys.path.append(packages)
     from {HARNESS_MODULE} import main
     main(role)
 else:
@@ -325,7 +328,7 @@ def _start(
             sandbox = where.start(
                 code=_BOOTSTRAP,
                 code_dir=_compiled_harness(where.python),
-                arguments=[role, str(usage_write)],
+                arguments=[role, str(usage_write), where.packages_path],
                 pass_fds=(channel.fileno(), usage_write),
                 stdout=output_file,
                 stderr=error_file,

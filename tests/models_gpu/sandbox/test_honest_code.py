@@ -341,6 +341,7 @@ def test_no_installed_packages_are_visible_inside() -> None:
         "dev",
         "tmp",
         "sandbox-code",
+        "sandbox-packages",  # only what DIALAB_SANDBOX_PACKAGES allows: see below
     }
     tests = f"assert SEEN == []\nassert set(ROOT) <= {allowed!r}\n"
     report = run_tests(candidate, tests, limits=FAST)
@@ -369,3 +370,40 @@ def test_each_sandbox_has_a_loopback_of_its_own_and_no_other_interface() -> None
     )
     report = run_tests(candidate, tests, limits=FAST)
     assert report.passed, report
+
+
+def test_the_allowed_packages_are_importable_on_both_sides() -> None:
+    numpy = pytest.importorskip("numpy")
+    candidate = (
+        "import numpy as np\ndef stats(xs):\n    return np.mean(xs), np.int64(len(xs))\n"
+        "def count(xs):\n    return np.int64(len(xs))\n"
+    )
+    tests = (
+        "import numpy as np\n"
+        "mean, n = stats([1, 2, 3])\n"
+        "np.testing.assert_allclose(mean, 2.0)\n"
+        "assert n == 3\n"
+        "assert count([1]) == 1\n"
+    )
+    # The entry point's answer is plain data (numpy's float64 is a float); another function's
+    # numpy integer compares as the int it stands for.
+    limits = SandboxLimits(timeout_seconds=5)
+    report = run_tests(candidate, tests, entry_point="stats", limits=limits)
+    assert report.passed, report
+    assert numpy.__name__ == "numpy"
+
+
+def test_no_packages_when_the_operator_allows_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIALAB_SANDBOX_PACKAGES", "")
+    report = run_tests("import numpy\n", "assert True\n", limits=FAST)
+    assert report.outcome == "load_error"
+    assert "No module named 'numpy'" in (report.load_error or "")
+
+
+def test_the_packages_setting_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIALAB_SANDBOX_PACKAGES", " numpy, sympy ,numpy,")
+    assert isolation_module.configured_packages() == ("numpy", "sympy")
+    monkeypatch.setenv("DIALAB_SANDBOX_PACKAGES", "numpy,../etc")
+    with pytest.raises(ValueError, match="not a top-level import name"):
+        isolation_module.configured_packages()
+    assert isolation_module.installed_package_dirs(("surely_not_installed_here",)) == {}
