@@ -222,7 +222,11 @@ class Sandboxed:
         if first is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 signal.pidfd_send_signal(first, signal.SIGKILL)
-            select.select([first], [], [], _GONE_WITHIN_SECONDS)  # readable once it has exited
+            # Readable once it has exited. poll, not select: a busy worker's descriptors pass
+            # 1024, which select refuses.
+            waiting = select.poll()
+            waiting.register(first, select.POLLIN)
+            waiting.poll(_GONE_WITHIN_SECONDS * 1000)
             os.close(first)
         if self.info_fd is not None:
             os.close(self.info_fd)

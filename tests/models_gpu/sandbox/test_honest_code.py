@@ -407,3 +407,24 @@ def test_the_packages_setting_is_validated(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(ValueError, match="not a top-level import name"):
         isolation_module.configured_packages()
     assert isolation_module.installed_package_dirs(("surely_not_installed_here",)) == {}
+
+
+def test_a_worker_holding_over_1024_descriptors_still_runs_verifications() -> None:
+    """Every descriptor the sandbox's parent side opens is then numbered over 1024, where
+    select() refuses to work."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"the hard limit on open files is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (2048, hard))
+    held = []
+    try:
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        report = run_tests(GOOD, ADD_TESTS, entry_point="add", limits=FAST)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert report.passed, report
