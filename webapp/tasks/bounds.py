@@ -1,4 +1,4 @@
-"""Bounds on untrusted task data: JSON nesting depth, record size and field size.
+"""Bounds on untrusted task data: JSON nesting depth, record size, field size and columns.
 
 An upload is parsed twice, a few records in the web process for the mapping step and all of
 them in a worker for the import; the task editor parses what a browser posts. Every one of
@@ -13,13 +13,15 @@ expression per string, so it costs little next to the parsing it protects.
 
 The limits come from settings (``DIALAB_MAX_JSON_DEPTH``, ``DIALAB_MAX_RECORD_BYTES``,
 ``DIALAB_MAX_FIELD_CHARS``) and are read when used, so a changed setting takes effect at once.
+The number of columns is fixed (:data:`MAX_COLUMNS`): it is what the mapping page can show.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from itertools import accumulate
+from collections.abc import Collection
+from itertools import accumulate, islice
 from typing import Any
 
 from django.conf import settings
@@ -46,6 +48,30 @@ def max_record_bytes() -> int:
 
 def max_field_chars() -> int:
     return int(settings.DIALAB_MAX_FIELD_CHARS)
+
+
+# The most columns a CSV file (or keys a JSON record) may have. The mapping step offers every one
+# in a select for each task field: a page for 500 columns already takes seconds to render, and a
+# CSV header of a million columns took 115 MB to parse. A CSV file is refused before its header
+# (or a row with more values than the header names) is parsed: see ``readers.read_csv``.
+MAX_COLUMNS = 500
+# Messages that list names (a CSV header's columns, a record's keys) show this many, each cut short.
+NAMES_SHOWN = 20
+NAME_CHARS = 40
+
+
+def name_text(name: str) -> str:
+    """A name for a one-line message: newlines escaped, cut to :data:`NAME_CHARS` characters."""
+    text = str(name)[: NAME_CHARS + 1].replace("\r", "\\r").replace("\n", "\\n")
+    return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 1] + "…"
+
+
+def names_text(names: Collection[str]) -> str:
+    """Names for a one-line message: the first :data:`NAMES_SHOWN`, each cut short
+    (:func:`name_text`), then how many more there are ("q, a, … and 480 more")."""
+    shown = [name_text(name) for name in islice(names, NAMES_SHOWN)]
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f", … and {more:,} more" if more > 0 else "")
 
 
 def size_text(size: int) -> str:

@@ -20,9 +20,9 @@ from webapp.tasks.imports.sources import read_hf_dataset
 from webapp.tasks.models import TaskImport
 
 PREVIEW_ROWS = 5
-# The mapping step offers every column in a select for each task field: a record with a million
-# keys would make a page of millions of options, so the preview refuses such a source.
-MAX_PREVIEW_COLUMNS = 500
+# After the first record, more are read only while the preview has read less of the file than
+# this: the mapping step holds one large record, not five.
+PREVIEW_BYTES = 2**20
 
 # Lost-in-Conversation records: {task_id, task (the task type), shards: [{shard_id, shard_text}],
 # then fields that depend on the task type}. These are guesses the mapping step lets users change.
@@ -130,8 +130,10 @@ def guessed_default_verifier(guess: dict[str, str], records: Iterable[dict[str, 
 
 
 def _too_many_columns(where: str, count: int) -> TaskImportError:
+    # The mapping step offers every column in a select for each task field: a record with a
+    # million keys would make a page of millions of options, so the preview refuses it.
     return TaskImportError(
-        f"{where}: {count:,} keys or columns; the mapping step lists at most {MAX_PREVIEW_COLUMNS}"
+        f"{where}: {count:,} keys or columns; the mapping step lists at most {bounds.MAX_COLUMNS}"
     )
 
 
@@ -151,7 +153,7 @@ def preview(
             columns[key] = None
             if isinstance(value, dict):
                 columns.update((f"{key}.{inner}", None) for inner in value)
-            if len(columns) > MAX_PREVIEW_COLUMNS:
+            if len(columns) > bounds.MAX_COLUMNS:
                 raise _too_many_columns(f"{unit} {number}", len(columns))
         if len(records) >= rows:
             break
@@ -161,13 +163,15 @@ def preview(
 def _first_record_or_so(
     records: Iterator[tuple[int, dict[str, Any]]], stream: IO[bytes]
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The first record, then more only while no more than a record's worth of the file has
-    been read. A record's objects can take some 30 times its bytes (``{}`` is 3 bytes, a dict
-    about 64), so the web process holds a record's worth (two while parsing), not one per row."""
-    for index, pair in enumerate(records):
-        if index and stream.tell() > bounds.max_record_bytes():
-            return
+    """The first record, then more only while less than :data:`PREVIEW_BYTES` of the file has
+    been read: checked before the next record is read, so a large first record is the only one
+    held. A record's objects can take some 30 times its bytes (``{}`` is 3 bytes, a dict about
+    64; csv.reader holds a cell in 4 bytes a character while it reads it), so the web process
+    holds about one record's worth, not one per row."""
+    for pair in records:
         yield pair
+        if stream.tell() >= PREVIEW_BYTES:
+            return
 
 
 @dataclass(frozen=True)
@@ -201,9 +205,7 @@ def import_preview(*, task_import: TaskImport) -> ImportPreview:
         columns, records = preview(first, unit=unit)
         if task_import.file_format == "csv":
             stream.seek(0)
-            columns = csv_header(stream)
-            if len(columns) > MAX_PREVIEW_COLUMNS:
-                raise _too_many_columns("line 1", len(columns))
+            columns = csv_header(stream)  # refused unparsed past bounds.MAX_COLUMNS
     if not records:
         raise TaskImportError("the file has no records: no tasks to import")
     return ImportPreview(columns, records, unit)

@@ -2,8 +2,8 @@
 
 The number is a JSONL or CSV line number or a JSON item number, for messages. Each reader holds
 one record at a time, so memory stays flat in file size; untrusted files are read within the
-bounds of :mod:`webapp.tasks.bounds` (nesting depth, record and field size), checked before
-anything is parsed. A problem raises :class:`TaskImportError` naming its line.
+bounds of :mod:`webapp.tasks.bounds` (nesting depth, record and field size, CSV columns), checked
+before anything is parsed. A problem raises :class:`TaskImportError` naming its line.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import codecs
 import csv
 import io
 import json
+import re
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -36,9 +37,11 @@ def _record_too_large(where: str) -> TaskImportError:
     )
 
 
-def _raw_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
-    """Physical lines as bytes, at most one record long each: a longer line is refused before
-    it is read whole, so one line can never fill memory. A leading BOM is dropped."""
+def _lines(stream: IO[bytes]) -> Iterator[tuple[int, str, int]]:
+    """Physical lines with their size in bytes, at most one record long each: a longer line is
+    refused before it is read whole, so one line can never fill memory. Each is decoded strictly
+    (UTF-8 never has a newline byte inside a character, so splitting the bytes on newlines first
+    is safe), and its bytes let go before its text is handed on. A leading BOM is dropped."""
     limit = bounds.max_record_bytes()
     number = 0
     while raw := stream.readline(limit + 1):
@@ -47,20 +50,16 @@ def _raw_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
             raise _record_too_large(f"line {number}")
         if number == 1 and raw.startswith(codecs.BOM_UTF8):
             raw = raw[len(codecs.BOM_UTF8) :]
-        yield number, raw
-
-
-def _lines(stream: IO[bytes]) -> Iterator[tuple[int, str]]:
-    """Physical lines, decoded strictly one at a time (UTF-8 never has a newline byte inside a
-    character, so splitting the bytes on newlines first is safe)."""
-    for number, raw in _raw_lines(stream):
-        yield number, _decode_line(raw, number)
+        size = len(raw)
+        line = _decode_line(raw, number)
+        del raw  # not held while the line is parsed
+        yield number, line, size
 
 
 def read_jsonl(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
     """One JSON object per line; blank lines are skipped. Nesting is checked before parsing."""
     depth = bounds.max_json_depth()
-    for number, line in _lines(stream):
+    for number, line, _size in _lines(stream):
         if not line.strip():
             continue
         try:
@@ -88,59 +87,140 @@ def _allow_csv_cells_up_to_a_record() -> None:
         csv.field_size_limit(limit)
 
 
-def read_csv(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Rows keyed by the header; the number is the physical line a row starts on (quoted cells
-    may span lines). A row, like a line, is at most one record long."""
+# How csv.reader (the excel dialect) splits a record into fields, for counting them without
+# making them: a field that starts with a quote (at the start of the record, or just after a
+# comma) runs to the next quote that is not doubled, newlines included; any other quote is an
+# ordinary character.
+_QUOTED_FIELD_REST = re.compile(r'(?:[^"]++|"")*+(")?')  # group 1: the closing quote
+
+
+class _FieldCounter:
+    """Counts one CSV record's fields, fed its physical lines in turn, as csv.reader will split
+    them: a few passes in C per line and one step per quoted field, with nothing made per field.
+    (A list of a million short cells takes some 60 MB; the line itself is a few MB.)"""
+
+    def __init__(self) -> None:
+        self.fields = 1
+        self.in_quotes = False
+        self.started = False
+
+    def feed(self, line: str) -> bool:
+        """Count the fields on the record's next line; True when the record ends on it."""
+        position = 0
+        if self.in_quotes:
+            position = self._past_quoted(line, 0)
+        elif not self.started and line.startswith('"'):
+            position = self._past_quoted(line, 1)
+        self.started = True
+        # A line ends on its only "\n"; outside quoted fields a "\r" ends the record too
+        # (csv.reader refuses anything after it but a "\n").
+        carriage_return = line.find("\r", position)
+        while not self.in_quotes:
+            # Outside quoted fields every comma ends a field, so a comma and a quote start one.
+            quote = line.find(',"', position)
+            stop = len(line) if quote < 0 else quote + 1
+            if 0 <= carriage_return < position:  # it was inside the quoted field just passed
+                carriage_return = line.find("\r", position)
+            end = carriage_return if 0 <= carriage_return < stop else stop
+            self.fields += line.count(",", position, end)
+            if quote < 0 or end < stop:
+                return True
+            position = self._past_quoted(line, quote + 2)
+        return False
+
+    def _past_quoted(self, line: str, start: int) -> int:
+        match = _QUOTED_FIELD_REST.match(line, start)
+        assert match is not None  # the pattern matches the empty string too
+        self.in_quotes = match.group(1) is None
+        return match.end()
+
+
+def _csv_records(stream: IO[bytes]) -> Iterator[tuple[int, list[str]]]:
+    """Every record, the header first, each with the physical line it starts on (quoted cells
+    may span lines). A record is at most one record long in bytes, and its fields are counted
+    before csv.reader parses it: the header may name at most ``bounds.MAX_COLUMNS`` columns,
+    and a row may hold no more values than the header names."""
     _allow_csv_cells_up_to_a_record()
     limit = bounds.max_record_bytes()
-    lines = _raw_lines(stream)
+    lines = _lines(stream)
     current_line = 0
     row_start = 1
     row_bytes = 0
+    header_columns: int | None = None  # until the header is read
+    counter = _FieldCounter()
+
+    def count_line(number: int, line: str, size: int) -> bool:
+        nonlocal current_line, row_bytes, counter
+        current_line = number
+        if not row_bytes:
+            counter = _FieldCounter()
+        row_bytes += size
+        if row_bytes > limit:  # a quoted cell that runs on over many lines
+            raise _record_too_large(f"line {row_start}")
+        return counter.feed(line)
+
+    def too_many_fields(ended: bool) -> TaskImportError:
+        # The rest of the record is counted, not parsed, so the message can say how many.
+        while not ended and (following := next(lines, None)) is not None:
+            ended = count_line(*following)
+        if header_columns is None:
+            return TaskImportError(
+                f"line {row_start}: the CSV header names {counter.fields:,} columns; "
+                f"the most accepted is {bounds.MAX_COLUMNS:,}"
+            )
+        return TaskImportError(
+            f"line {row_start}: {counter.fields:,} values but the header names "
+            f"{header_columns:,} columns"
+        )
 
     def text() -> Iterator[str]:
-        nonlocal current_line, row_bytes
-        for number, raw in lines:
-            current_line = number
-            row_bytes += len(raw)
-            if row_bytes > limit:  # a quoted cell that runs on over many lines
-                raise _record_too_large(f"line {row_start}")
-            yield _decode_line(raw, number)
+        for number, line, size in lines:
+            ended = count_line(number, line, size)
+            allowed = bounds.MAX_COLUMNS if header_columns is None else header_columns
+            if counter.fields > allowed:
+                raise too_many_fields(ended)
+            yield line
 
     reader = csv.reader(text())
-    try:
-        header = next(reader)
-    except StopIteration:
-        return
-    except csv.Error as error:
-        raise TaskImportError(f"line {current_line}: malformed CSV: {error}") from None
-    header = [name.strip() for name in header]
-    row_start, row_bytes = current_line + 1, 0
     while True:
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as error:
-            raise TaskImportError(f"line {row_start}: malformed CSV: {error}") from None
+            where = current_line if header_columns is None else row_start
+            raise TaskImportError(f"line {where}: malformed CSV: {error}") from None
+        number = row_start
+        row_start, row_bytes = current_line + 1, 0
+        if header_columns is None:
+            header_columns = len(row)
+        yield number, row
+
+
+def read_csv(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows keyed by the header; the number is the physical line a row starts on (quoted cells
+    may span lines). A row, like a line, is at most one record long; the header names at most
+    ``bounds.MAX_COLUMNS`` columns, and a row holds no more values than the header names."""
+    records = _csv_records(stream)
+    first = next(records, None)
+    if first is None:
+        return
+    header = [name.strip() for name in first[1]]
+    for number, row in records:
         if not row or (len(row) == 1 and not row[0].strip()):
-            row_start, row_bytes = current_line + 1, 0
             continue
-        if len(row) > len(header):
+        if len(row) > len(header):  # the count before parsing says so first; this is a backstop
             raise TaskImportError(
-                f"line {row_start}: {len(row)} values but the header names {len(header)} columns"
+                f"line {number}: {len(row):,} values but the header names {len(header):,} columns"
             )
         # A short row leaves its last columns missing; the mapping reports any it needs.
-        yield row_start, dict(zip(header, row, strict=False))
-        row_start, row_bytes = current_line + 1, 0
+        yield number, dict(zip(header, row, strict=False))
 
 
 def csv_header(stream: IO[bytes]) -> list[str]:
-    _allow_csv_cells_up_to_a_record()
-    lines = _lines(stream)
-    for _number, line in lines:
-        return [name.strip() for name in next(csv.reader([line]))]
-    return []
+    """The header's column names (at most ``bounds.MAX_COLUMNS``: more are refused unparsed)."""
+    first = next(_csv_records(stream), None)
+    return [] if first is None else [name.strip() for name in first[1]]
 
 
 # How much ijson asks for at a time; a record's size is known to within one such read.
