@@ -48,5 +48,6 @@ COPY static ./static
 USER 10001:10001
 EXPOSE 8000
 # Worker count comes from WEB_CONCURRENCY (gunicorn reads it); /dev/shm keeps worker heartbeats
-# off the container's overlay filesystem.
-CMD ["gunicorn", "webapp.wsgi:application", "--bind=0.0.0.0:8000", "--worker-tmp-dir=/dev/shm", "--access-logfile=-"]
+# off the container's overlay filesystem. webapp.core.gunicorn_conf redacts secrets (a key in a
+# query string) from gunicorn's access and error logs, which Django's logging never sees.
+CMD ["gunicorn", "--config=python:webapp.core.gunicorn_conf", "webapp.wsgi:application", "--bind=0.0.0.0:8000", "--worker-tmp-dir=/dev/shm", "--access-logfile=-"]

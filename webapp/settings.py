@@ -8,13 +8,16 @@ broker under the data directory, so a laptop needs nothing but the Python packag
 from __future__ import annotations
 
 import os
+import re
 import sys
 from datetime import timedelta
 from pathlib import Path
 
 import jinja2
 from csp.constants import NONE, SELF
+from django.core.exceptions import ImproperlyConfigured
 
+from models_gpu.spec.credentials import key_env_rule
 from webapp.envconfig import (
     broker_url,
     cache_config,
@@ -180,6 +183,22 @@ AXES_DISABLE_ACCESS_LOG = True
 AXES_LOCKOUT_CALLABLE = "webapp.accounts.views.login_locked_out"
 # No "AXES: BEGIN ..." banner from every process and management command at start-up.
 AXES_VERBOSE = False
+# The address a login attempt comes from (webapp.accounts.client_address): the connection's own
+# (REMOTE_ADDR) unless the operator names the header a reverse proxy in front sets, and how many
+# proxies append to it. Never a header by default: anyone can send X-Forwarded-For.
+AXES_CLIENT_IP_CALLABLE = "webapp.accounts.client_address.client_address"
+DIALAB_TRUSTED_PROXY_HEADER = env_str("DIALAB_TRUSTED_PROXY_HEADER", "")
+if DIALAB_TRUSTED_PROXY_HEADER and not re.fullmatch(r"[A-Za-z0-9-]+", DIALAB_TRUSTED_PROXY_HEADER):
+    raise ImproperlyConfigured(
+        "DIALAB_TRUSTED_PROXY_HEADER must be a header's name, e.g. X-Forwarded-For; "
+        f"got {DIALAB_TRUSTED_PROXY_HEADER!r}."
+    )
+if os.environ.get("DIALAB_TRUSTED_PROXY_COUNT", "").strip() and not DIALAB_TRUSTED_PROXY_HEADER:
+    raise ImproperlyConfigured(
+        "DIALAB_TRUSTED_PROXY_COUNT is set but DIALAB_TRUSTED_PROXY_HEADER is not: name the "
+        "header your proxy sets (e.g. X-Forwarded-For), or the count does nothing."
+    )
+DIALAB_TRUSTED_PROXY_COUNT = env_int("DIALAB_TRUSTED_PROXY_COUNT", 1, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -280,8 +299,19 @@ DIALAB_PERSON_TURN_TIMEOUT_SECONDS = env_int(
 DIALAB_PERSON_CLAIM_SECONDS = env_int("DIALAB_PERSON_CLAIM_SECONDS", 15 * 60, minimum=1)
 
 # Values of these environment variables are redacted from every log line, besides those named
-# like keys, tokens, secrets or passwords (webapp.core.redaction): e.g. an api_key_env "MY_LLM".
+# like keys, tokens, secrets or passwords and those a model may name for its key
+# (webapp.core.redaction).
 DIALAB_REDACT_ENV = env_list("DIALAB_REDACT_ENV", [])
+
+# Which environment variables a model's api_key_env may name (DIALAB_MODEL_KEY_ENV_PREFIX,
+# default DIALAB_MODEL_KEY_, and DIALAB_MODEL_KEY_ENV_ALLOWED, default OPENAI_API_KEY): the rule is
+# models_gpu.spec.credentials', read from the environment by the web process and by each worker
+# (the backend refuses too), so it is not a Django setting. Checked here so that a bad value
+# stops start-up.
+try:
+    key_env_rule()
+except ValueError as error:
+    raise ImproperlyConfigured(str(error)) from None
 
 LOGGING = {
     "version": 1,

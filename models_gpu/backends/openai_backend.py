@@ -5,10 +5,14 @@ API), with bounded concurrency, retries with exponential backoff, and timeouts.
 param: ``api_key_env`` names the environment variable that holds it on the worker, read at each
 ``generate`` call and kept nowhere else, so no repr, exception or log line of this module can show
 it. Servers that check no key (a local ``vllm serve``) need no variable: a placeholder is sent.
+Only a variable the operator allows may be named (``models_gpu.spec.credentials``): any other is
+refused when the model loads and again before each call, and never read. The URL goes into
+messages and reprs without userinfo, query or fragment (``safe_url``).
 
 Params (any other key is refused by name):
     model            the model name the endpoint serves (required).
-    api_key_env      NAME of the environment variable that holds the key (default OPENAI_API_KEY).
+    api_key_env      NAME of the environment variable that holds the key (default OPENAI_API_KEY);
+                     only names the operator's rule allows.
     max_concurrency  requests in flight at once (default 8).
     timeout_seconds  per attempt (default 120).
     max_retries      attempts after the first, for the failures below (default 3).
@@ -37,6 +41,7 @@ from typing import Any
 
 from models_gpu.backends.prompting import chat_messages, turn_seed
 from models_gpu.spec.backends import read_backend_params
+from models_gpu.spec.credentials import key_env_problem, safe_url
 from models_gpu.spec.run import RoleSpec
 from models_gpu.types import Generation, GenerationRequest
 
@@ -78,7 +83,7 @@ class OpenAIGenerator:
 
     def __repr__(self) -> str:
         # Options hold only the variable's name; the key itself is never stored on the object.
-        return f"OpenAIGenerator(base_url={self.base_url!r}, options={self.options!r})"
+        return f"OpenAIGenerator(base_url={safe_url(self.base_url)!r}, options={self.options!r})"
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """All requests concurrently (at most ``max_concurrency`` in flight); results in order."""
@@ -93,6 +98,11 @@ class OpenAIGenerator:
     async def _generate_all(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         from openai import AsyncOpenAI
 
+        # Checked again here, not only when the model loaded: options built by hand, or a rule
+        # tightened since, must never make the worker read (let alone send) another variable.
+        refused = key_env_problem(self.options.api_key_env)
+        if refused:
+            raise OpenAIBackendError(f"{self._where()}: {refused}")
         api_key = os.environ.get(self.options.api_key_env) or PLACEHOLDER_API_KEY
         semaphore = asyncio.Semaphore(self.options.max_concurrency)
         # One client per call: an async client belongs to the event loop it was made in.
@@ -166,7 +176,7 @@ class OpenAIGenerator:
         return float(min(self.options.backoff_seconds * 2 ** (attempt - 1), MAX_BACKOFF_SECONDS))
 
     def _where(self) -> str:
-        return f"openai backend: model {self.options.model!r} at {self.base_url}"
+        return f"openai backend: model {self.options.model!r} at {safe_url(self.base_url)}"
 
     @staticmethod
     def _scrub(message: str, api_key: str) -> str:
@@ -178,9 +188,18 @@ class OpenAIGenerator:
 def load_openai(spec: RoleSpec) -> OpenAIGenerator:
     options = OpenAIOptions.from_params(spec.params)
     if not spec.location.startswith(("http://", "https://")):
+        # Only a URL is quoted, and only its safe part: other text may be a pasted key.
+        got = f"got {safe_url(spec.location)!r}" if "://" in spec.location else "got no URL"
         raise ValueError(
             "openai backend: location must be the endpoint's base URL, "
-            f"e.g. http://127.0.0.1:8000/v1; got {spec.location!r}"
+            f"e.g. http://127.0.0.1:8000/v1; {got}"
+        )
+    if safe_url(spec.location) != spec.location:
+        # A configuration frozen before such URLs were refused: never sent anywhere.
+        raise ValueError(
+            f"openai backend: location {safe_url(spec.location)!r} carries a user:password@, "
+            "?query or #fragment (perhaps percent-encoded): give the endpoint's base URL alone, "
+            "and the key in the environment variable named by api_key_env"
         )
     try:
         import openai  # noqa: F401

@@ -2,20 +2,24 @@
 
 The model registry's form validates a model's parameters through ``backend_problems``; each
 backend reads them through ``read_backend_params`` when it loads. A parameter with a default of
-None is passed to the library only when given.
+None is passed to the library only when given. Both also apply the operator's rule on which
+environment variable an ``openai`` model may name for its key (``models_gpu.spec.credentials``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from models_gpu.spec.credentials import key_env_problem
 from models_gpu.spec.settings import Problem, Setting, read_settings, settings_problems
 
 DEVICE_PATTERN = r"auto|cpu|cuda(:\d+)?"
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 ENV_VAR_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
+_API_KEY_ENV_DEFAULT = "OPENAI_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,9 @@ BACKENDS: Mapping[str, Backend] = {
                     required=True),
             Setting("api_key_env", "str",
                     "name of the environment variable holding the API key on the worker "
-                    "(unset: no key, as local servers expect)", "OPENAI_API_KEY",
+                    "(unset: no key, as local servers expect); only names the operator allows: "
+                    "OPENAI_API_KEY and DIALAB_MODEL_KEY_* unless configured otherwise",
+                    _API_KEY_ENV_DEFAULT,
                     pattern=ENV_VAR_PATTERN,
                     pattern_help="the NAME of an environment variable (letters, digits, "
                     "underscores), never the key itself", conceal=True),
@@ -183,6 +189,7 @@ def backend_problems(backend: str, location: str, params: Mapping[str, Any]) -> 
         policies = ", ".join(SCRIPTED_POLICIES)
         return [Problem("location", f"a scripted model names its policy: one of {policies}")]
     problems = settings_problems(params, backend_params(backend, location), noun="parameter")
+    problems += _key_env_problems(backend, params)
     return [Problem("params", problem) for problem in problems]
 
 
@@ -194,4 +201,21 @@ def read_backend_params(backend: str, location: str, params: Mapping[str, Any]) 
             f"known policies: {', '.join(SCRIPTED_POLICIES)}"
         )
     schema = backend_params(backend, location)
-    return read_settings(params, schema, owner=f"{backend} backend", noun="parameter")
+    values = read_settings(params, schema, owner=f"{backend} backend", noun="parameter")
+    refused = _key_env_problems(backend, values)
+    if refused:
+        raise ValueError(f"{backend} backend: {refused[0]}")
+    return values
+
+
+def _key_env_problems(backend: str, params: Mapping[str, Any]) -> list[str]:
+    """The operator's rule on the variable that holds a model's key
+    (``models_gpu.spec.credentials``), for the name given or the default one. A value that is not
+    a variable's name at all is the schema's problem, already stated."""
+    if backend != "openai":
+        return []
+    name = params.get("api_key_env", _API_KEY_ENV_DEFAULT)
+    if not isinstance(name, str) or not re.fullmatch(ENV_VAR_PATTERN, name):
+        return []
+    problem = key_env_problem(name)
+    return [problem] if problem else []

@@ -93,7 +93,7 @@ def test_the_models_table_shows_every_column_inside_its_card(page) -> None:  # t
     )  # fmt: skip
     ModelSpec.objects.create(
         name="hosted teacher", backend="openai", location="https://inference.example.org/v1",
-        generation_params={"model": "teacher-70b", "api_key_env": "TEACHER_KEY"},
+        generation_params={"model": "teacher-70b", "api_key_env": "DIALAB_MODEL_KEY_TEACHER"},
     )  # fmt: skip
     login(page, researcher.username, "/models/")
     text = page.locator("#model-table").inner_text()

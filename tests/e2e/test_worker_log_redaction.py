@@ -1,9 +1,10 @@
 """A real Celery worker's log shows no secret, even when a library logs one.
 
-The student is an openai-backend model whose URL carries ``?api_key=`` (a row stored before such
-URLs were refused, written here through the ORM), served by a small local OpenAI-compatible
-server. httpx logs every request's full URL at INFO, so without the worker's redacting filter
-the key would be in the worker's output (data/worker.log under scripts/demo.sh).
+The student is an openai-backend model whose URL carries a key-shaped path segment (a row stored
+before such URLs were refused, written here through the ORM; a URL with a query, userinfo or
+fragment is refused by the backend itself), served by a small local OpenAI-compatible server.
+httpx logs every request's full URL at INFO, so without the worker's redacting filter the key
+would be in the worker's output (data/worker.log under scripts/demo.sh).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from webapp.runs.services import evaluation_run_create
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-URL_KEY = "url-key-0123456789abcdef"
+URL_KEY = "sk-url0123456789abcdefghij"
 
 
 class ChatCompletions(BaseHTTPRequestHandler):
@@ -60,7 +61,7 @@ def endpoint() -> Iterator[str]:
 def test_the_worker_log_shows_no_key(endpoint: str, start_worker) -> None:  # type: ignore[no-untyped-def]
     task = TaskFactory()
     student = ModelSpec.objects.create(
-        name="hosted", backend="openai", location=f"{endpoint}?api_key={URL_KEY}",
+        name="hosted", backend="openai", location=f"{endpoint}/{URL_KEY}",
         generation_params={"model": "m", "max_retries": 0},
     )  # fmt: skip
     with transaction.atomic():
@@ -75,5 +76,5 @@ def test_the_worker_log_shows_no_key(endpoint: str, start_worker) -> None:  # ty
     output = "\n".join(worker.lines)
     assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED, worker.output()
     assert "HTTP Request: POST" in output, "httpx logged the request"
-    assert "?api_key=[redacted]" in output
+    assert "/v1/[redacted]/chat/completions" in output
     assert URL_KEY not in output

@@ -10,7 +10,9 @@ What is rewritten: URL userinfo (``scheme://user:pass@``), ``name=value`` pairs 
 like a key, token, secret, password or signature (query strings, fragments, cookies, keyword
 arguments), such keys in JSON/dict text, ``Authorization`` headers and ``Bearer`` tokens, well
 known API-key shapes (``sk-...``, ``hf_...``, ``ghp_...``), and the literal values of the secrets
-this deployment is configured with (``configured_secrets``).
+this deployment is configured with (``configured_secrets``). Each of these is also found where it
+hides percent-encoded (``/v1%3Fapi_key%3Dsk-...``, up to ``DECODE_ROUNDS`` times over): a word
+that holds a secret once decoded is shown decoded, with the secret redacted.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
+
+from models_gpu.spec.credentials import UNREADABLE_URL, KeyEnvRule, key_env_rule, safe_url
 
 REDACTED = "[redacted]"
 
@@ -55,6 +59,11 @@ _KEY_SHAPES = re.compile(
     r"|github_pat_[A-Za-z0-9_]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16})"
 )
 _PATTERNS = (_USERINFO, _AUTH_HEADER, _KEY_HEADER, _BEARER, _ASSIGNMENT, _QUOTED_KEY)
+# Percent-encoded secrets are looked for word by word (a run of characters up to a space, quote
+# or angle bracket: a URL, a query string, a path), decoded at most this many times.
+DECODE_ROUNDS = 3
+_WORD = re.compile(r"[^\s'\"<>]+")
+_LAYOUT = re.compile(r"[\s\x00-\x1f\x7f]")
 
 # Environment variables whose values are secrets by their name (OPENAI_API_KEY, HF_TOKEN,
 # POSTGRES_PASSWORD, AWS_SECRET_ACCESS_KEY, ...). A model's api_key_env usually names one.
@@ -70,16 +79,73 @@ def _keep_lead(match: re.Match[str]) -> str:
 
 
 def redact(text: str, *, secrets: re.Pattern[str] | None = None) -> str:
-    """``text`` with every secret it shows replaced by ``[redacted]``.
+    """``text`` with every secret it shows replaced by ``[redacted]``, percent-encoded or not.
 
     ``secrets`` is a pattern of literal values (``secrets_pattern``), replaced first so that a
     configured key is hidden even where it appears with no telltale name around it.
     """
+    text = _redact_plain(text, secrets)
+    if "%" not in text:
+        return text
+    return _WORD.sub(lambda word: _redact_encoded(word[0], secrets, DECODE_ROUNDS), text)
+
+
+def _redact_plain(text: str, secrets: re.Pattern[str] | None) -> str:
     if secrets is not None:
         text = secrets.sub(REDACTED, text)
     for pattern in _PATTERNS:
         text = pattern.sub(_keep_lead, text)
     return _KEY_SHAPES.sub(REDACTED, text)
+
+
+def decoded_forms(text: str, rounds: int = DECODE_ROUNDS) -> list[str]:
+    """``text``, then it percent-decoded once, twice, ... (at most ``rounds`` times), stopping
+    as soon as decoding changes nothing."""
+    forms = [text]
+    for _ in range(rounds):
+        decoded = unquote(forms[-1])
+        if decoded == forms[-1]:
+            break
+        forms.append(decoded)
+    return forms
+
+
+def _redact_encoded(word: str, secrets: re.Pattern[str] | None, rounds: int) -> str:
+    """``word`` as it is when no decoded form of it shows a secret; else the first decoded form
+    that does, redacted (what is still encoded in it checked the same way, within ``rounds``
+    decodings in all), with any whitespace or control character decoding produced encoded again
+    (a %0A must not start a forged log line)."""
+    if "%" not in word:
+        return word
+    forms = decoded_forms(word, rounds)
+    found = next(
+        (
+            (depth, redacted)
+            for depth, form in enumerate(forms[1:], start=1)
+            if (redacted := _redact_plain(form, secrets)) != form
+        ),
+        None,
+    )
+    if found is None:
+        return word
+    depth, redacted = found
+    if depth < rounds:
+        left = rounds - depth
+        redacted = _WORD.sub(lambda inner: _redact_encoded(inner[0], secrets, left), redacted)
+    return _LAYOUT.sub(lambda char: quote(char[0], safe=""), redacted)
+
+
+def credential_free_location(location: str) -> str:
+    """A model's ``location`` stored before credentials were refused, with them removed: a URL
+    loses its ``user:password@``, query and fragment, percent-encoded or not (``safe_url``);
+    what still shows a secret after that, or cannot be parsed, becomes empty. A location that
+    holds none comes back unchanged. (The data migrations that clean old rows call it.)"""
+    if safe_url(location) == location and redact(location) == location:
+        return location
+    cleaned = safe_url(location)
+    if cleaned == UNREADABLE_URL or redact(cleaned) != cleaned:
+        return ""
+    return cleaned
 
 
 def secrets_pattern(values: Iterable[str]) -> re.Pattern[str] | None:
@@ -104,9 +170,15 @@ def _url_password(url: str) -> str:
 
 def configured_secrets(environ: Mapping[str, str] = os.environ) -> list[str]:
     """The literal secrets this process knows: SECRET_KEY, the passwords in the database, broker
-    and cache URLs, every environment variable named like a key, token, secret or password, and
-    those listed in DIALAB_REDACT_ENV (a model's api_key_env may name anything)."""
+    and cache URLs, every environment variable named like a key, token, secret or password, every
+    one a model may name for its key (the operator's rule, ``key_env_rule``), and those listed in
+    DIALAB_REDACT_ENV."""
     from django.conf import settings
+
+    try:
+        model_keys: KeyEnvRule | None = key_env_rule(environ)
+    except ValueError:  # a bad rule stops start-up (settings); a log filter never fails for it
+        model_keys = None
 
     values = [_url_password(environ.get(name, "")) for name in URL_SETTINGS]
     extra_names: set[str] = set()
@@ -119,7 +191,9 @@ def configured_secrets(environ: Mapping[str, str] = os.environ) -> list[str]:
     values += [
         value
         for name, value in environ.items()
-        if name in extra_names or SECRET_ENV_NAME.search(name)
+        if name in extra_names
+        or SECRET_ENV_NAME.search(name)
+        or (model_keys is not None and model_keys.allows(name))
     ]
     return [value for value in dict.fromkeys(values) if value]
 

@@ -5,8 +5,11 @@ An endpoint URL takes no userinfo (``user:key@``), no query string and no fragme
 not: the OpenAI client appends ``/chat/completions`` to the base URL's *path*, so a query would
 not even reach the server as written (``/v1?x=1`` becomes ``/v1/?x=1chat/completions``), and a
 fragment is never sent. Refusing every query is simpler than judging which names hide a key, and
-loses nothing. The key belongs in an environment variable on the worker, named by the model's
-``api_key_env`` parameter (the openai backend reads OPENAI_API_KEY when none is named).
+loses nothing. Each rule is checked on the percent-decoded forms of a location too (decoded up to
+three times over: ``/v1%3Fapi_key%3D...`` is a query), and a location still encoded after that is
+refused. The key belongs in an environment variable on the worker, named by the model's
+``api_key_env`` parameter (the openai backend reads OPENAI_API_KEY when none is named), among
+those the operator allows (``models_gpu.spec.credentials``, checked with the backend's parameters).
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
-from webapp.core.redaction import redact
+from webapp.core.redaction import DECODE_ROUNDS, decoded_forms, redact
 
 # Parameter names that would hold a secret, and values that look like one.
 SECRET_PARAM = re.compile(r"(api[_-]?key|secret|token|password|authori[sz]ation|bearer)$", re.I)
@@ -29,7 +32,23 @@ WHERE_KEYS_GO = (
 
 
 def location_credential_problem(location: str) -> str | None:
-    """Why ``location`` cannot be stored, or None. Never quotes the value it refuses."""
+    """Why ``location`` cannot be stored, or None: it, or one of its percent-decoded forms, holds
+    a credential or a URL's query or fragment. Never quotes the value it refuses."""
+    forms = decoded_forms(location)
+    if len(forms) > DECODE_ROUNDS and unquote(forms[-1]) != forms[-1]:
+        return (
+            f"This location is percent-encoded more than {DECODE_ROUNDS} times over, so what it "
+            f"holds cannot be checked: give it as plain text. {WHERE_KEYS_GO}"
+        )
+    for depth, form in enumerate(forms):
+        problem = _plain_location_problem(form)
+        if problem:
+            encoded = " (It is there once percent-decoded: %3F is ?, %23 is #, %40 is @.)"
+            return problem + (encoded if depth else "")
+    return None
+
+
+def _plain_location_problem(location: str) -> str | None:
     if "://" not in location:
         # A path or a policy name: refused only if it holds what the log filter would hide.
         if redact(location) != location:

@@ -47,7 +47,7 @@ class ModelSpecForm(forms.ModelForm):
         help_text=(
             "A JSON object of the backend's parameters (known keys under “What each backend "
             "expects”; others are refused). Never paste an API key: name its environment "
-            'variable, {"api_key_env": "OPENAI_API_KEY"}.'
+            'variable, {"api_key_env": "OPENAI_API_KEY"}, one the operator allows (see below).'
         ),
         widget=forms.Textarea(attrs={"rows": 3}),
     )

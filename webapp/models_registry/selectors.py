@@ -10,8 +10,9 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from models_gpu.spec.backends import backend_problems
 from webapp.core.redaction import REDACTED, redact
-from webapp.models_registry.credentials import secret_param_names
+from webapp.models_registry.credentials import credential_problems, secret_param_names
 from webapp.models_registry.models import ModelSpec
 
 
@@ -45,6 +46,27 @@ class LineageRow:
     @property
     def parameters(self) -> list[tuple[str, str]]:
         return parameter_items(self.model.generation_params)
+
+    @property
+    def problems(self) -> list[str]:
+        return model_problems(self.model)
+
+
+def model_problems(model: ModelSpec) -> list[str]:
+    """Why ``model`` cannot be used now, or nothing: what the services would refuse to save
+    (a credential, parameters its backend refuses, a key variable the operator's rule does not
+    allow) in a row stored before the rule, or under a rule tightened since. A run with it is
+    refused at launch, and the worker refuses it too. Redacted, like every value the page shows."""
+    problems = list(
+        credential_problems(
+            location=model.location, generation_params=model.generation_params
+        ).values()
+    )
+    problems += [
+        problem.message
+        for problem in backend_problems(model.backend, model.location, model.generation_params)
+    ]
+    return [redact(problem) for problem in problems]
 
 
 def model_choices() -> QuerySet[ModelSpec]:

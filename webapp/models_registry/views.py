@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from models_gpu.spec.backends import BACKENDS, SCRIPTED_POLICIES
+from models_gpu.spec.credentials import key_env_rule
 from webapp.core.permissions import researcher_required
 from webapp.models_registry.forms import ModelSpecForm
 from webapp.models_registry.models import ModelSpec
@@ -23,10 +24,12 @@ MODEL_FIELDS = ("name", "backend", "location", "generation_params", "description
 
 
 def _reference() -> dict[str, object]:
-    """What each backend expects, shown under every model form."""
+    """What each backend expects, shown under every model form, with the operator's rule on
+    the variables that may hold a model's key."""
     return {
         "backends": BACKENDS,
         "scripted_policies": SCRIPTED_POLICIES,
+        "key_env_rule": key_env_rule().describe(),
     }
 
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from models_gpu.backends import load_generator
-from models_gpu.backends.openai_backend import OpenAIBackendError
+from models_gpu.backends import load_generator, openai_backend
+from models_gpu.backends.openai_backend import OpenAIBackendError, OpenAIGenerator, OpenAIOptions
 from models_gpu.engine import run_dialogues
 from models_gpu.spec.protocol import ProtocolSpec
 from models_gpu.spec.run import RoleSpec
@@ -34,7 +34,8 @@ from models_gpu.types import DialogueJob, DialogueResult, GenerationRequest, Gen
 
 SERVED_NAME = "house-tiny"
 SERVER_KEY = "sk-dialab-test-0123456789abcdef"
-KEY_ENV = "DIALAB_TEST_OPENAI_KEY"
+# A name the operator's default rule allows (models_gpu.spec.credentials).
+KEY_ENV = "DIALAB_MODEL_KEY_TEST_OPENAI"
 SERVER_START_SECONDS = 300
 
 
@@ -432,3 +433,79 @@ def test_bad_params_are_refused(params: dict[str, object], message: str) -> None
 def test_the_location_must_be_a_url() -> None:
     with pytest.raises(ValueError, match="location must be the endpoint's base URL"):
         load_generator(RoleSpec("openai", "127.0.0.1:8000", {"model": "m"}))
+
+
+# --- The operator's key rule, and URLs in messages. -------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["SECRET_KEY", "POSTGRES_PASSWORD", "MY_PRIVATE_THING"])
+def test_a_variable_the_operator_did_not_allow_is_refused_when_the_model_loads(name: str) -> None:
+    with pytest.raises(ValueError, match="does not allow") as caught:
+        load_generator(
+            RoleSpec("openai", "http://127.0.0.1:1/v1", {"model": "m", "api_key_env": name})
+        )
+    message = str(caught.value)
+    assert "DIALAB_MODEL_KEY_" in message and "OPENAI_API_KEY" in message  # states the rule
+    assert name not in message
+
+
+class RecordingEnviron(dict[str, str]):
+    """os.environ's stand-in that records every variable read."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.read: list[str] = []
+
+    def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
+        self.read.append(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        self.read.append(key)
+        return super().__getitem__(key)
+
+
+def test_at_run_time_a_disallowed_variable_is_never_read_nor_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A configuration that got past the checks (frozen before the rule, options built by hand)
+    still fails before any request, without reading the variable."""
+    environ = RecordingEnviron({**os.environ, "POSTGRES_PASSWORD": "db-password-123456"})
+    monkeypatch.setattr(openai_backend.os, "environ", environ)
+    options = OpenAIOptions(
+        model="scripted", api_key_env="POSTGRES_PASSWORD", max_concurrency=1, timeout_seconds=5,
+        max_retries=0, backoff_seconds=0, temperature=0.7, top_p=1.0, max_new_tokens=8,
+    )  # fmt: skip
+    with ScriptedServer([_OK]) as server:
+        generator = OpenAIGenerator(server.base_url, options)
+        with pytest.raises(OpenAIBackendError, match="does not allow") as caught:
+            generator.generate([request("2 + 2?", seed=1)])
+    assert server.requests == 0
+    assert "POSTGRES_PASSWORD" not in environ.read
+    assert "db-password" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        "http://127.0.0.1:8000/v1?api_key=sk-abc123def456ghi789jkl",
+        "http://127.0.0.1:8000/v1%3Fapi_key%3Dsk-abc123def456ghi789jkl",
+        "http://user:sk-abc123def456ghi789jkl@127.0.0.1:8000/v1",
+    ],
+)
+def test_a_location_carrying_a_key_is_refused_without_quoting_it(location: str) -> None:
+    """A configuration frozen before such URLs were refused is not sent anywhere."""
+    with pytest.raises(ValueError, match="base URL alone") as caught:
+        load_generator(RoleSpec("openai", location, {"model": "m"}))
+    assert "sk-abc123" not in str(caught.value)
+    assert "http://127.0.0.1:8000/v1" in str(caught.value)
+
+
+def test_errors_and_reprs_never_quote_a_urls_userinfo() -> None:
+    options = OpenAIOptions.from_params({"model": "m", "max_retries": 0})
+    port = free_port()  # nothing listens there
+    generator = OpenAIGenerator(f"http://user:pass-word-0123456789@127.0.0.1:{port}/v1", options)
+    with pytest.raises(OpenAIBackendError, match="could not connect") as caught:
+        generator.generate([request("2 + 2?", seed=1)])
+    for shown in (str(caught.value), repr(generator)):
+        assert "pass-word" not in shown and f"http://127.0.0.1:{port}/v1" in shown

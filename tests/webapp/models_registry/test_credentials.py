@@ -28,6 +28,14 @@ REFUSED_URLS = [
     "https://api.example.com/v1?",
     # A key-shaped path segment.
     "https://api.example.com/sk-abcdefghij0123456789/v1",
+    # Percent-encoded: a query, a fragment or userinfo once decoded (twice for double encoding).
+    f"http://127.0.0.1:8000/v1%3Fapi_key%3D{KEY}",
+    f"http://127.0.0.1:8000/v1%253Fapi_key%253D{KEY}",
+    f"http://127.0.0.1:8000/v1%23access_token%3D{KEY}",
+    f"https://user%3A{KEY}%40api.example.com/v1",
+    "https://api.example.com/v1%3Fapi-version%3D2024-06-01",
+    # Encoded more times than are decoded: cannot be checked, so refused.
+    f"http://127.0.0.1:8000/v1%25252525253Fapi_key%25252525253D{KEY}",
 ]
 
 
@@ -58,7 +66,8 @@ def test_the_message_says_a_query_cannot_work_and_why() -> None:
 
 
 def test_a_plain_base_url_and_a_named_key_variable_are_accepted() -> None:
-    form = model_form("https://api.example.com/v1", {"model": "m", "api_key_env": "MY_LLM_KEY"})
+    params = {"model": "m", "api_key_env": "DIALAB_MODEL_KEY_LLM"}
+    form = model_form("https://api.example.com/v1", params)
     assert form.is_valid(), form.errors
 
 

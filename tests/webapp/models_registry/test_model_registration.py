@@ -13,6 +13,9 @@ from webapp.models_registry.models import ModelSpec
 
 pytestmark = pytest.mark.django_db
 
+# A variable the operator's default rule allows a model to name (models_gpu.spec.credentials).
+KEY_ENV = "DIALAB_MODEL_KEY_MINE"
+
 
 def form(backend: str, location: str, params: dict | str | None = None) -> ModelSpecForm:
     text = params if isinstance(params, str) else json.dumps(params or {})
@@ -32,7 +35,7 @@ def test_each_backend_registers_with_a_valid_location(tiny_model_dir: Path) -> N
         form("scripted", "arithmetic-student", {"first_try_accuracy": 0.5, "delay_ms": 20}),
         form("transformers", str(tiny_model_dir), {"max_new_tokens": 32, "temperature": 0}),
         form("vllm", str(tiny_model_dir), {"dtype": "float32", "kv_cache_gib": 1}),
-        form("openai", "http://127.0.0.1:8000/v1", {"model": "tiny", "api_key_env": "MY_KEY"}),
+        form("openai", "http://127.0.0.1:8000/v1", {"model": "tiny", "api_key_env": KEY_ENV}),
     ]
     for model_form in accepted:
         assert model_form.is_valid(), model_form.errors
