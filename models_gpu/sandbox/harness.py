@@ -23,13 +23,15 @@ Wire format: frames of a 4-byte big-endian length and a UTF-8 JSON object. Value
 scalars or one-key objects naming their type: ``{"list": [...]}``, ``{"tuple": [...]}``,
 ``{"set": [...]}``, ``{"frozenset": [...]}``, ``{"dict": [[key, value], ...]}``,
 ``{"bytes": "hex"}``, ``{"complex": [real, imag]}``, ``{"int": "hex"}`` for an integer too long
-for JSON's decimal digits (Python refuses to convert one of over 4,300 digits), and
-``{"remote": n}`` for the candidate's object number n. An instance of a subclass of a plain type
-(``Counter``, ``OrderedDict``, a ``namedtuple``, an ``IntEnum``) is a remote object, whose
-methods work; compared with plain data, or returned by the entry point, it stands for its plain
-equivalent, which the ``plain`` request fetches. Arguments travel by value; a list, dict or set
-argument the candidate changed is copied back into the tests' object after the call, so in-place
-functions can be tested (see ``_AssertionScope`` for when).
+for JSON's decimal digits (Python refuses to convert one of over 4,300 digits), ``{"builtin":
+name}`` for one of Python's builtin classes or functions (``int``, ``len``: each side uses its
+own, so ``f(items, int)`` works), and ``{"remote": n}`` for the candidate's object number n.
+An instance of a subclass of a plain type (``Counter``, ``OrderedDict``, a ``namedtuple``, an
+``IntEnum``) is a remote object, whose methods work; compared with plain data, or returned by
+the entry point, it stands for its plain equivalent, which the ``plain`` request fetches.
+Arguments travel by value; a list, dict or set argument the candidate changed is copied back into
+the tests' object after the call, so in-place functions can be tested (see ``_AssertionScope``
+for when).
 
 How the tests' names are resolved, in this order, each overriding the one before: the
 candidate's names (stand-ins), except those that would shadow a builtin; the names the
@@ -160,6 +162,8 @@ def encode(value: Any, remember: Callable[[Any], int] | None = None, depth: int 
         return {"bytes": value.hex()}
     if kind is complex:
         return {"complex": [value.real, value.imag]}
+    if _builtin_name(value) is not None:
+        return {"builtin": value.__name__}
     if remember is not None:
         return {"remote": remember(value)}
     raise TypeError(f"a {kind.__name__} cannot cross the sandbox's boundary: only plain data can")
@@ -199,11 +203,33 @@ def decode(
             return complex(float(payload[0]), float(payload[1]))
         if tag == "int" and type(payload) is str:
             return int(payload, 16)
+        if tag == "builtin" and type(payload) is str and _builtin_named(payload) is not None:
+            return _builtin_named(payload)
         if tag == "remote" and type(payload) is int:
             return resolve(payload)
     except (TypeError, ValueError) as error:  # unhashable set items or keys, bad hex...
         raise ProtocolError(f"a malformed {tag!r} value ({error})") from None
     raise ProtocolError(f"an unknown value type {str(tag)[:40]!r}")
+
+
+def _builtin_name(value: Any) -> str | None:
+    """The name of ``value`` if it is one of Python's builtin classes or functions, else None."""
+    if type(value) is str or type(value) is Remote:
+        return None
+    try:
+        name = getattr(value, "__name__", None)
+    except Exception:  # an object whose attributes misbehave: not a builtin, then
+        return None
+    return name if type(name) is str and _builtin_named(name) is value else None
+
+
+def _builtin_named(name: str) -> Any:
+    """The builtin class or function called ``name``, or None. Only classes that compare by
+    identity: nothing that comes across the boundary this way can equal everything."""
+    found = None if name.startswith("_") else getattr(builtins, name, None)
+    if isinstance(found, type) and type(found).__eq__ is type.__eq__:
+        return found
+    return found if type(found) is type(len) else None
 
 
 def _pair(item: Any) -> tuple[Any, Any]:
@@ -775,8 +801,8 @@ def _as_plain_data(value: Any, depth: int) -> Any:
     TypeError if one has none (an entry point's answer is plain data)."""
     if depth > MAX_DEPTH:
         raise TypeError(f"the function returned a value nested over {MAX_DEPTH} levels deep")
-    if type(value) is Remote:
-        plain = _plain_value_of(value)
+    if type(value) is Remote or _builtin_name(value) is not None:
+        plain = _plain_value_of(value) if type(value) is Remote else None
         if plain is None:
             raise TypeError(
                 "the function returned an object that is not plain data; only numbers, strings, "
@@ -841,12 +867,19 @@ def _run_tests(
     task_code: str,
 ) -> list[dict[str, Any]]:
     """Run each test; the names they see are resolved as the module docstring says."""
-    # The candidate's names, but none that would shadow a builtin the tests use: a candidate's
-    # ``abs`` returning 0 would pass ``assert abs(f(x) - y) < 1e-6``.
+    import ast
+
+    _show_source("<tests>", tests)
+    try:
+        module = ast.parse(tests, "<tests>")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        message = f"the tests do not parse: {type(error).__name__}: {error}"
+        return [{"name": "tests", "passed": False, "error": message[:_TAIL_CHARS], "limit": None}]
+    under_test = _names_under_test(module, candidate_names, entry_point)
     namespace: dict[str, Any] = {
         name: value
         for name, value in candidate_names.items()
-        if name == entry_point or not hasattr(builtins, name)
+        if name in under_test or not hasattr(builtins, name)
     }
     namespace.update(
         {name: value for name, value in imported.items() if name != entry_point},
@@ -863,14 +896,6 @@ def _run_tests(
             message = f"NameError: the code defines no function {entry_point!r}"
             return [{"name": "load", "passed": False, "error": message, "limit": None}]
         namespace[entry_point] = _plain_data_only(function)
-    import ast
-
-    _show_source("<tests>", tests)
-    try:
-        module = ast.parse(tests, "<tests>")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-        message = f"the tests do not parse: {type(error).__name__}: {error}"
-        return [{"name": "tests", "passed": False, "error": message[:_TAIL_CHARS], "limit": None}]
     _scope_asserts(module)
     asserting = _asserting_functions(module)
 
@@ -914,6 +939,27 @@ def _outcome(name: str, error: BaseException | None) -> dict[str, Any]:
         "error": None if error is None else _describe_test_failure(error) + _carried_note(),
         "limit": limit,
     }
+
+
+def _names_under_test(
+    tests: ast.Module, candidate_names: dict[str, Any], entry_point: str | None
+) -> set[str]:
+    """The candidate's names that the tests may see even where they shadow a builtin: the entry
+    point; without one, the builtin-named functions the tests use when they use no other name of
+    the candidate's (MBPP's task 126 asks for a function called ``sum``).
+
+    Otherwise a shadowing name stays hidden: a candidate's ``abs`` returning 0 would pass
+    ``assert abs(f(x) - y) < 1e-6``.
+    """
+    import ast
+
+    if entry_point is not None:
+        return {entry_point}
+    used = {node.id for node in ast.walk(tests) if isinstance(node, ast.Name)}
+    candidates_used = used & candidate_names.keys()
+    if any(not hasattr(builtins, name) for name in candidates_used):
+        return set()
+    return candidates_used
 
 
 def _carried_note() -> str:

@@ -245,3 +245,59 @@ def test_the_tests_may_hold_integer_literals_of_any_size() -> None:
     literal = "1" + "0" * 5000  # 10 ** 5000: over Python's default limit of 4,300 digits
     report = run("def f():\n    return 10 ** 5000\n", f"assert f() == {literal}\n", "f")
     assert report.passed, report
+
+
+# --- what may cross besides plain data ---------------------------------------------------------
+
+
+def test_builtin_classes_and_functions_cross_both_ways() -> None:
+    candidate = (
+        "def remove_type(items, kind):\n    return [x for x in items if not isinstance(x, kind)]\n"
+        "def kind_of(x):\n    return type(x)\n"
+        "def apply(function, value):\n    return function(value)\n"
+    )
+    tests = (
+        "assert remove_type((4, 5, 7.7, 'a'), int) == [7.7, 'a']\n"
+        "assert remove_type((4, 'a'), str) == [4]\n"
+        "assert kind_of(3) is int\n"
+        "assert apply(len, [1, 2]) == 2\n"
+    )
+    report = run(candidate, tests)
+    assert report.passed, report
+
+
+def test_an_entry_point_that_returns_a_class_is_not_plain_data() -> None:
+    report = run("def f():\n    return int\n", "assert f() == int\n", "f")
+    assert report.outcome == "tests_failed"
+    assert "not plain data" in (report.tests[0].error or "")
+
+
+@pytest.mark.parametrize("name", ["_io", "True", "__import__", "nonexistent", "Ellipsis"])
+def test_only_builtin_classes_and_functions_are_taken_by_name(name: str) -> None:
+    with pytest.raises(harness.ProtocolError):
+        harness.decode({"builtin": name}, lambda n: None)
+
+
+def test_builtin_names_map_to_the_builtins_themselves() -> None:
+    assert harness.decode({"builtin": "int"}, lambda n: None) is int
+    assert harness.decode({"builtin": "len"}, lambda n: None) is len
+    assert harness.encode(ValueError) == {"builtin": "ValueError"}
+    with pytest.raises(TypeError):  # a function of the tests' own is not plain data
+        harness.encode(test_builtin_names_map_to_the_builtins_themselves)
+
+
+def test_a_function_named_like_a_builtin_is_the_one_under_test_when_the_tests_use_no_other() -> (
+    None
+):
+    # MBPP's task 126 asks for a function called ``sum``.
+    candidate = "def sum(a, b):\n    return a + b\n"
+    assert run(candidate, "assert sum(2, 3) == 5\n").passed
+    assert run("def sum(a, b):\n    return a * b\n", "assert sum(2, 3) == 5\n").outcome == (
+        "tests_failed"
+    )
+
+
+def test_a_builtin_named_helper_stays_hidden_when_the_tests_call_the_candidates_function() -> None:
+    cheat = "def abs(x):\n    return 0\n\ndef root(x):\n    return 7\n"
+    report = run(cheat, "assert abs(root(4) - 2) < 1e-6\n")
+    assert report.outcome == "tests_failed"

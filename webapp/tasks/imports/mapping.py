@@ -19,11 +19,13 @@ from webapp.tasks.models import Task
 from webapp.tasks.services import TASK_CONTENT_FIELDS
 
 # Fields a source column can fill. answer/tests/entry_point/solution/prompt_prefix go into
-# Task.reference (prompt_prefix: a code task's own code, e.g. HumanEval's function head).
+# Task.reference (prompt_prefix: a code task's own code, e.g. HumanEval's function head);
+# tests_setup is code the tests need first (MBPP's test_setup_code), put before the tests.
 MAPPABLE_FIELDS = (
     "prompt",
     "answer",
     "tests",
+    "tests_setup",
     "entry_point",
     "solution",
     "prompt_prefix",
@@ -142,6 +144,7 @@ CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "external_id": _max_length(200),
     "metadata": _as_metadata,
     "tests": _as_tests,
+    "tests_setup": _as_tests,
 }
 
 
@@ -229,6 +232,8 @@ class FieldMapping:
             for name in REFERENCE_FIELDS
             if name in values
         }
+        if isinstance(reference.get("tests"), str) and isinstance(values.get("tests_setup"), str):
+            reference["tests"] = f"{values['tests_setup']}\n{reference['tests']}"
         if "answer" not in reference and "tests" not in reference:
             mapped = [name for name in ("answer", "tests") if self.columns.get(name)]
             name = mapped[0] if mapped else "answer"

@@ -42,11 +42,12 @@ def lic_guess(columns: Iterable[str]) -> dict[str, str]:
 
 
 SYNONYMS = {
-    "prompt": ("prompt", "question", "problem", "instruction", "input", "query"),
+    "prompt": ("prompt", "question", "problem", "instruction", "input", "query", "text"),
     "answer": ("answer", "target", "label", "output", "final_answer"),
-    "tests": ("tests", "test"),
+    "tests": ("tests", "test", "test_list"),
+    "tests_setup": ("tests_setup", "test_setup_code"),
     "entry_point": ("entry_point",),
-    "solution": ("solution", "canonical_solution"),
+    "solution": ("solution", "canonical_solution", "code"),
     "shards": ("shards",),
     "verifier_kind": ("verifier_kind", "verifier"),
     "domain": ("domain", "subject", "topic"),

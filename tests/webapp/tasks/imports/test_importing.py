@@ -551,3 +551,75 @@ def test_import_command_exits_non_zero_from_the_shell(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode != 0
     assert "line 3: not valid UTF-8 (byte 0xff at column 1)" in result.stderr
+
+
+# Records in MBPP's shape (our own problems): the tests rely on the solution's imports, on setup
+# code, on a function named like a builtin, and pass a class as an argument.
+MBPP_SHAPED = [
+    {
+        "task_id": 1,
+        "text": "Write a function for the area of a circle of radius r.",
+        "code": "import math\ndef circle_area(r):\n    return math.pi * r * r",
+        "test_setup_code": "",
+        "test_list": ["assert math.isclose(circle_area(1), 3.14159, rel_tol=1e-3)"],
+    },
+    {
+        "task_id": 2,
+        "text": "Write a function for the depth of a binary tree.",
+        "code": (
+            "class Node:\n    def __init__(self, left=None, right=None):\n"
+            "        self.left, self.right = left, right\n"
+            "def depth(node):\n    if node is None:\n        return 0\n"
+            "    return 1 + max(depth(node.left), depth(node.right))"
+        ),
+        "test_setup_code": "root = Node(Node(Node()), Node())",
+        "test_list": ["assert depth(root) == 3", "assert depth(None) == 0"],
+    },
+    {
+        "task_id": 3,
+        "text": "Write a function sum(a, b) for the sum of the common divisors of a and b.",
+        "code": (
+            "def sum(a, b):\n    total = 0\n    for i in range(1, min(a, b) + 1):\n"
+            "        if a % i == 0 and b % i == 0:\n            total += i\n    return total"
+        ),
+        "test_setup_code": "",
+        "test_list": ["assert sum(10, 15) == 6", "assert sum(4, 6) == 3"],
+    },
+    {
+        "task_id": 4,
+        "text": "Write a function that removes the elements of a given type from a tuple.",
+        "code": (
+            "def remove_type(items, kind):\n"
+            "    return [x for x in items if not isinstance(x, kind)]"
+        ),
+        "test_setup_code": "",
+        "test_list": ["assert remove_type((4, 7.5, 'a'), int) == [7.5, 'a']"],
+    },
+]
+
+
+@pytest.mark.django_db
+def test_mbpp_shaped_records_import_with_a_guessed_mapping_and_grade_right(tmp_path: Path) -> None:
+    from models_gpu.verifiers import verify
+    from webapp.tasks.imports.preview import guess_mapping
+    from webapp.tasks.selectors import task_payloads
+    from workers.specs import task_spec
+
+    guess = guess_mapping(MBPP_SHAPED[0].keys(), MBPP_SHAPED)
+    assert guess == {
+        "prompt": "text",
+        "tests": "test_list",
+        "tests_setup": "test_setup_code",
+        "solution": "code",
+        "external_id": "task_id",
+    }
+    path = write(tmp_path, "mbpp.jsonl", "\n".join(json.dumps(r) for r in MBPP_SHAPED))
+    task_set = run_file(path, "jsonl", FieldMapping(guess, {"verifier_kind": "code"}, "key"))
+    for payload in task_payloads(task_set_id=task_set.pk):
+        task = task_spec(payload)
+        solution = payload["reference"]["solution"]
+        verdict = verify(task, f"```python\n{solution}\n```")
+        assert verdict.correct, (payload["reference"], verdict.details)
+        wrong = solution.rsplit("return", 1)[0] + "return None"
+        assert not verify(task, f"```python\n{wrong}\n```").correct, payload["reference"]
+    assert task_set.tasks.get(position=1).reference["tests"].startswith("root = Node(")
