@@ -29,7 +29,11 @@ def free_port() -> int:
 def test_the_access_log_shows_no_key_from_a_query_string(tmp_path: Path) -> None:
     port = free_port()
     log_path = tmp_path / "gunicorn.log"
-    env = {**os.environ, "DIALAB_DATA_DIR": str(tmp_path / "data"), "PYTHONPATH": str(ROOT)}
+    # The embedded defaults (SQLite in the data directory): the suite's own database URL names
+    # a database that only the test run's prefixed copy of exists.
+    services = ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL")
+    env = {name: value for name, value in os.environ.items() if name not in services}
+    env.update(DIALAB_DATA_DIR=str(tmp_path / "data"), PYTHONPATH=str(ROOT))
     command = [
         str(GUNICORN), "--config=python:webapp.core.gunicorn_conf", "webapp.wsgi:application",
         f"--bind=127.0.0.1:{port}", "--workers=1", "--access-logfile=-", "--error-logfile=-",
