@@ -34,7 +34,8 @@ the tests' object after the call, so in-place functions can be tested (see ``_As
 for when).
 
 How the tests' names are resolved, in this order, each overriding the one before: the
-candidate's names (stand-ins), except those that would shadow a builtin; the names the
+candidate's names (stand-ins), except those that would shadow a builtin and are not under test
+(``_names_under_test``); the names the
 candidate's module-level import statements bind, imported afresh here from its *source* (read,
 never run), so a test relying on the candidate's ``import math`` gets the real module, not an
 object the candidate bound to ``math``; the task's own code (a HumanEval prompt's helpers such as
