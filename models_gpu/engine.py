@@ -87,6 +87,7 @@ from models_gpu.types import (
     GenerationRequest,
     Generator,
     Message,
+    MoveCheck,
     ParkedDialogue,
     PersonReply,
     PersonRole,
@@ -97,6 +98,7 @@ from models_gpu.types import (
     Verdict,
 )
 from models_gpu.verifiers import verify
+from models_gpu.verifiers.feedback_use import check_move
 
 SpeakerRole = Literal["student", "teacher", "user_simulator", "judge"]
 
@@ -280,6 +282,11 @@ class _Dialogue:
             )
         )
 
+    def check_move(self, verdict: Verdict) -> MoveCheck | None:
+        """Feedback use of the student's next move, judged ``verdict``, after its earlier ones."""
+        earlier = [turn.verdict for turn in self.turns if turn.role == "student" and turn.verdict]
+        return check_move(self.task, verdict, earlier)
+
     def reveal_shard(self, round_number: int, text: str, cost: _Cost | None = None) -> None:
         self.shards_revealed += 1
         context = {"shard": self.shards_revealed, "shards_total": self.shards_total}
@@ -429,15 +436,17 @@ class _Run:
             zip(active, generations, verdicts, strict=True)
         ):
             kind = "attempt" if verdict.correct else kinds[i]
+            judged_move = kind == "attempt" or not self.sharded
             dialogue.add_turn(
                 round_number,
                 "student",
                 kind,
                 generation.text,
                 _Cost.of(generation),
-                verdict=verdict if kind == "attempt" or not self.sharded else None,
+                verdict=verdict if judged_move else None,
                 private_context={**judged.get(i, {}), **_person_context(generation)},
                 token_ids=generation.token_ids,
+                move=dialogue.check_move(verdict) if judged_move else None,
             )
             dialogue.end_reason = self._end_reason(dialogue, kind, verdict, round_number)
             if verdict.correct:

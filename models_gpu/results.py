@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from models_gpu.spec.results import DialogueRow, ParkedRow, TurnRow
-from models_gpu.types import DialogueResult, ParkedDialogue, TurnRecord, Verdict
+from models_gpu.types import DialogueResult, MoveCheck, ParkedDialogue, TurnRecord, Verdict
 
 
 def storable(value: Any) -> Any:
@@ -43,6 +43,9 @@ def turn_row(turn: TurnRecord) -> TurnRow:
         prompt_tokens=turn.prompt_tokens,
         completion_tokens=turn.completion_tokens,
         latency_ms=turn.latency_ms,
+        move_valid=turn.move.valid if turn.move else None,
+        move_consistent=turn.move.consistent if turn.move else None,
+        move_chance=turn.move.chance if turn.move else None,
     )
 
 
@@ -70,6 +73,11 @@ def turn_record(row: TurnRow) -> TurnRecord:
         prompt_tokens=row.prompt_tokens,
         completion_tokens=row.completion_tokens,
         latency_ms=row.latency_ms,
+        move=(
+            MoveCheck(row.move_valid, row.move_consistent, row.move_chance)
+            if row.move_valid is not None
+            else None
+        ),
     )
 
 

@@ -62,6 +62,17 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class MoveCheck:
+    """Feedback use of one judged student move (``models_gpu.verifiers.feedback_use``): whether
+    it was valid, whether it agreed with every earlier verdict of its dialogue (None for the
+    first move), and the share of valid moves that would have (None where not countable)."""
+
+    valid: bool
+    consistent: bool | None = None
+    chance: float | None = None
+
+
+@dataclass(frozen=True)
 class GenerationRequest:
     """One conversation to continue, from the point of view of the model that speaks next.
 
@@ -155,6 +166,7 @@ class TurnRecord:
     completion_tokens: int = 0
     latency_ms: float = 0.0
     token_ids: tuple[int, ...] = ()  # a student reply's sampled ids (``Generation.token_ids``)
+    move: MoveCheck | None = None  # a judged student move of a checkable task
 
 
 @dataclass(frozen=True)

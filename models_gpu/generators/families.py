@@ -13,6 +13,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from models_gpu.spec.generators import CODE_NO_REPEATS, GUESS_RANGE
 from models_gpu.verifiers.maze import find, shortest_path
 
 Task = dict[str, Any]
@@ -39,7 +40,7 @@ def guess_number(rng: random.Random, knobs: Mapping[str, Any]) -> Task:
     low, high = int(knobs["low"]), int(knobs["high"])
     hidden = rng.randint(low, high)
     prompt = (
-        f"I am thinking of a whole number between {low} and {high} inclusive. Guess it. "
+        GUESS_RANGE.format(low=low, high=high) + " Guess it. "
         "After each guess you will be told whether the hidden number is higher or lower. "
         + ANSWER_FORMAT
     )
@@ -62,7 +63,7 @@ def code_guess(rng: random.Random, knobs: Mapping[str, Any]) -> Task:
         if repeats
         else "".join(rng.sample(digits, length))
     )
-    rule = "Digits may repeat." if repeats else "All digits are different."
+    rule = "Digits may repeat." if repeats else CODE_NO_REPEATS
     prompt = (
         f"Guess my secret {length}-digit code (digits 0-9, leading zeros allowed). {rule} "
         "After each guess you will be told how many digits are right and in the right place, "

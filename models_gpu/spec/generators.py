@@ -6,6 +6,7 @@ family's knobs, used by the form and by the generator.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,19 @@ from typing import Any
 from models_gpu.spec.settings import Setting, SettingsError, read_settings
 
 MAX_GENERATED_TASKS = 100_000
+
+# Phrases of the families' prompts that a checker reads back (verifiers.feedback_use).
+GUESS_RANGE = "I am thinking of a whole number between {low} and {high} inclusive."
+_GUESS_RANGE_PATTERN = re.compile(
+    re.escape(GUESS_RANGE).replace(r"\{low\}", r"(-?\d+)").replace(r"\{high\}", r"(-?\d+)")
+)
+CODE_NO_REPEATS = "All digits are different."
+
+
+def stated_range(prompt: str) -> tuple[int, int] | None:
+    """The ``(low, high)`` a guess-the-number prompt states, or None for another prompt."""
+    match = _GUESS_RANGE_PATTERN.search(prompt)
+    return (int(match[1]), int(match[2])) if match else None
 
 
 @dataclass(frozen=True)

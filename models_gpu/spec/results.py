@@ -29,6 +29,11 @@ class TurnRow:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: float = 0.0
+    # Feedback use of a judged student move (``models_gpu.verifiers.feedback_use``); None on
+    # other turns, on tasks whose feedback cannot be checked, and (consistent) on first moves.
+    move_valid: bool | None = None
+    move_consistent: bool | None = None
+    move_chance: float | None = None
 
 
 @dataclass(frozen=True)
