@@ -201,6 +201,22 @@ class Turn(models.Model):
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.FloatField(default=0)
+    # Feedback use (spec.results.TurnRow): null on other turns, on tasks whose feedback cannot
+    # be checked, and on every turn stored before it was measured.
+    move_valid = models.BooleanField(
+        null=True, blank=True, help_text="A judged move of a checkable task: one the game allows."
+    )
+    move_consistent = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="A move after the first: consistent with every earlier verdict's feedback.",
+    )
+    move_chance = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Share of the valid moves that would have been consistent here (null: not "
+        "countable).",
+    )
 
     class Meta:
         ordering = ["dialogue", "index"]

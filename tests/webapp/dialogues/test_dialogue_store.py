@@ -10,6 +10,7 @@ from tests.factories import TaskFactory, frozen_run
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.services import dialogues_store
 from webapp.runs.models import Run
+from webapp.training.selectors import training_dialogues
 
 pytestmark = pytest.mark.django_db
 
@@ -148,3 +149,15 @@ def test_dialogues_keep_the_student_name_their_run_was_launched_with(corpus) -> 
         Dialogue.objects.filter(run__student=student).values_list("student_name", flat=True)
     )
     assert names == {launched_as}
+
+
+def test_feedback_use_of_a_move_is_stored_and_read_back_as_it_came(run) -> None:  # type: ignore[no-untyped-def]
+    """Every TurnRow field is a Turn column: what the worker hands in is what training (and
+    forks) read back (webapp.training.selectors.TURN_FIELDS)."""
+    task = TaskFactory(task_set=run.task_set)
+    payload = dialogue_payload(task.pk)
+    payload["turns"][0] |= {"move_valid": True, "move_consistent": False, "move_chance": 0.25}
+    dialogues_store(run_id=run.pk, dialogues=rows([payload]))
+    (dialogue,) = training_dialogues(Dialogue.objects.all())
+    (stored,) = dialogue.turns
+    assert (stored.move_valid, stored.move_consistent, stored.move_chance) == (True, False, 0.25)
