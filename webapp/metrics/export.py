@@ -76,6 +76,14 @@ def _whole_dialogue_rows(metrics: RunMetrics) -> Iterable[dict[str, Any]]:
             yield _proportion_row(
                 "student_turn_kind", wilson_interval(count, kinds.total), k=kinds.turn, group=kind
             )
+    for point in metrics.feedback_use:
+        yield _proportion_row("valid_move_share", point.valid_share, k=point.turn)
+        if point.later:  # no move at turn 1 has earlier feedback to agree with
+            yield _proportion_row("consistent_move_share", point.consistent_share, k=point.turn)
+            yield {
+                "metric": "consistent_move_chance", "k": point.turn, "value": point.chance,
+                "n": point.chance_counted,
+            }  # fmt: skip
 
 
 def csv_cells(row: Mapping[str, Any], columns: Sequence[str] = CSV_COLUMNS) -> list[str]:

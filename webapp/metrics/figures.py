@@ -18,12 +18,21 @@ correct attempt is in turn k or earlier; *solved* means solved by the run's max 
 - by domain, by difficulty: each group's accuracy after T and mean turns to solve.
 - plasticity: each verified attempt against the student's previous one in its dialogue.
 - student turns by kind: per turn k, the share of the student's turns of each kind.
+- feedback use (tasks whose feedback can be checked: guess the number, arithmetic, code guess,
+  maze; ``models_gpu.verifiers.feedback_use`` checks each judged student move as it is played):
+  per turn k, *valid share* = valid moves / judged moves at turn k; *consistent share* = moves
+  consistent with every earlier verdict of their dialogue / moves at turn k after the
+  dialogue's first (an invalid move counts as not consistent), both 95% Wilson; *chance* = the
+  mean, over those later moves where it can be counted, of the share of valid moves that would
+  have been consistent there (what a player moving validly at random scores). Each turn's
+  moves are those of the dialogues still playing at turn k. A consistent share well above
+  chance is feedback used; accuracy alone cannot tell it from a better first guess.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from models_gpu.spec.reports import Accounting, solved_by_turn
@@ -185,6 +194,53 @@ class TurnKinds:
         return [(kind, count, self.share(kind)) for kind, count in ordered]
 
 
+@dataclass(frozen=True)
+class FeedbackUseTurn:
+    """Feedback use at turn k (module docstring): ``moves`` judged moves of checkable tasks,
+    ``valid`` of them valid; ``later`` of them after their dialogue's first move, ``consistent``
+    of those consistent; the chance levels of the ``chance_counted`` later moves that have one
+    sum to ``chance_sum``."""
+
+    turn: int
+    moves: int
+    valid: int
+    later: int
+    consistent: int
+    chance_sum: float
+    chance_counted: int
+
+    @property
+    def valid_share(self) -> Proportion:
+        return wilson_interval(self.valid, self.moves)
+
+    @property
+    def consistent_share(self) -> Proportion:
+        return wilson_interval(self.consistent, self.later)
+
+    @property
+    def chance(self) -> float | None:
+        """The mean chance level of the later moves (None: none of them has one)."""
+        return self.chance_sum / self.chance_counted if self.chance_counted else None
+
+    def plus(self, other: FeedbackUseTurn) -> FeedbackUseTurn:
+        """The counts of the same turn of two sets of dialogues, summed."""
+        return FeedbackUseTurn(
+            self.turn, self.moves + other.moves, self.valid + other.valid,
+            self.later + other.later, self.consistent + other.consistent,
+            self.chance_sum + other.chance_sum, self.chance_counted + other.chance_counted,
+        )  # fmt: skip
+
+
+def pooled_feedback_use(by_run: Sequence[Sequence[FeedbackUseTurn]]) -> list[FeedbackUseTurn]:
+    """Several runs' feedback use as one (a line of several seeds): each turn's moves pooled."""
+    pooled: dict[int, FeedbackUseTurn] = {}
+    for turns in by_run:
+        for point in turns:
+            before = pooled.get(point.turn)
+            pooled[point.turn] = point if before is None else before.plus(point)
+    return [pooled[turn] for turn in sorted(pooled)]
+
+
 class HeadlineFigures:
     """The figures the run page and the runs table both show, from a curve and turn counts."""
 
@@ -235,6 +291,7 @@ class RunMetrics(HeadlineFigures):
     batch: BatchInPlay = field(default_factory=BatchInPlay)
     plasticity: list[PlasticityStep] = field(default_factory=list)
     student_turn_kinds: list[TurnKinds] = field(default_factory=list)
+    feedback_use: list[FeedbackUseTurn] = field(default_factory=list)  # none: no checked moves
 
     @property
     def dialogues(self) -> int:

@@ -19,6 +19,7 @@ from webapp.dialogues.models import Dialogue, PendingTurn, Turn
 from webapp.metrics.comparison import Gap, TaskOutcomes, compare_outcomes, outcomes_from_histogram
 from webapp.metrics.figures import (
     AccuracyCurve,
+    FeedbackUseTurn,
     GroupAccuracy,
     PassAtK,
     PlasticityStep,
@@ -400,6 +401,43 @@ def _student_turn_kinds(counting: Counting) -> list[TurnKinds]:
     return [TurnKinds(turn, counts) for turn, counts in sorted(by_round.items())]
 
 
+def _feedback_use_by_run(runs: Sequence[Counting]) -> dict[int, list[FeedbackUseTurn]]:
+    """``{run id: feedback use per turn}`` over the counted dialogues' checked moves (the turns
+    whose move the engine checked: ``move_valid`` not null), in one query grouped by run and
+    turn. A run without checked moves (its tasks' feedback cannot be checked, or it was played
+    before moves were checked) has none."""
+    later = Q(move_consistent__isnull=False)
+    rows = (
+        Turn.objects.filter(_counted_dialogues(runs, via="dialogue__"), move_valid__isnull=False)
+        .values("round", run=F("dialogue__run_id"))
+        .annotate(
+            moves=Count("id"),
+            valid=Count("id", filter=Q(move_valid=True)),
+            later=Count("id", filter=later),
+            consistent=Count("id", filter=Q(move_consistent=True)),
+            chance_sum=Sum("move_chance", filter=later, default=0.0),
+            chance_counted=Count("move_chance", filter=later),
+        )
+        .order_by("run", "round")
+    )
+    by_run: dict[int, list[FeedbackUseTurn]] = defaultdict(list)
+    for row in rows:
+        by_run[row.pop("run")].append(
+            FeedbackUseTurn(
+                turn=row.pop("round"), chance_sum=float(row.pop("chance_sum")),
+                **{key: int(value) for key, value in row.items()},
+            )
+        )  # fmt: skip
+    return by_run
+
+
+def runs_feedback_use(*, runs: Sequence[Run]) -> dict[int, list[FeedbackUseTurn]]:
+    """Feedback use per turn of several runs over their counted whole dialogues (none while
+    only a first batch in play is counted), in two or three queries whatever their number."""
+    whole = [c for c in countings(runs=runs).values() if c.counted.whole_dialogues]
+    return _feedback_use_by_run(whole) if whole else {}
+
+
 def _task_group_counts(counting: Counting, max_turns: int) -> list[dict[str, Any]]:
     """Dialogues, solved and the sum of solving turns per (domain, difficulty): one query whose
     rows are bounded by the distinct task groups, not by the dialogues."""
@@ -437,8 +475,8 @@ def _group_label(value: Any) -> str:
 
 
 def run_metrics(*, run: Run) -> RunMetrics:
-    """Every figure of one run, over the dialogues it counts: a fixed number of queries (six,
-    seven for a sharded run, one more while its batch in play is left out, one more while a
+    """Every figure of one run, over the dialogues it counts: a fixed number of queries (seven,
+    eight for a sharded run, one more while its batch in play is left out, one more while a
     person plays in it), whatever its size. While only the batch in play is counted, the
     figures that need whole dialogues are left empty."""
     max_turns = run_max_turns(run)
@@ -474,6 +512,7 @@ def run_metrics(*, run: Run) -> RunMetrics:
         by_difficulty=_breakdown(groups, "difficulty"),
         plasticity=_plasticity(counting),
         student_turn_kinds=_student_turn_kinds(counting),
+        feedback_use=_feedback_use_by_run([counting]).get(run.pk, []),
     )
 
 

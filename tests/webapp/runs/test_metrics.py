@@ -138,7 +138,7 @@ def build_run(dialogues: int, *, sharded: bool) -> Run:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("sharded", "queries"), [(False, 6), (True, 7)])
+@pytest.mark.parametrize(("sharded", "queries"), [(False, 7), (True, 8)])
 @pytest.mark.parametrize("dialogues", [1, 30])
 def test_metric_queries_do_not_grow_with_dialogues(
     django_assert_num_queries, sharded: bool, queries: int, dialogues: int
