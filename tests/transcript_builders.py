@@ -27,6 +27,21 @@ def attempt(text: str, answer: str, correct: bool) -> dict[str, Any]:
     )  # fmt: skip
 
 
+def move(
+    answer: str,
+    *,
+    valid: bool,
+    consistent: bool | None = None,
+    chance: float | None = None,
+    correct: bool = False,
+) -> dict[str, Any]:
+    """A judged attempt with the engine's feedback-use check of it (consistent: None for a
+    dialogue's first move)."""
+    return attempt(answer, answer, correct) | {
+        "move_valid": valid, "move_consistent": consistent, "move_chance": chance,
+    }  # fmt: skip
+
+
 def feedback(text: str, leak: bool = False) -> dict[str, Any]:
     return turn("teacher", "feedback", text, leak_flag=leak, private_context={"reference": "3"})
 

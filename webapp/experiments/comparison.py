@@ -15,12 +15,17 @@ from dataclasses import dataclass, field, replace
 
 from models_gpu.spec.training_run import TrainingRunConfig
 from webapp.metrics.comparison import Gap, TaskOutcomes, compare_outcomes
-from webapp.metrics.figures import TurnAccuracy
+from webapp.metrics.figures import FeedbackUseTurn, TurnAccuracy, pooled_feedback_use
 from webapp.metrics.stats import mean_rate_across
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.config_view import NOT_SET, flatten
 from webapp.runs.models import Run
-from webapp.runs.selectors import keyed_task_outcomes, run_list, runs_accuracy_by_turn
+from webapp.runs.selectors import (
+    keyed_task_outcomes,
+    run_list,
+    runs_accuracy_by_turn,
+    runs_feedback_use,
+)
 from webapp.training.heldout import Overlap, overlap, trained_task_keys
 
 MAX_RUNS = 30  # a comparison of more lines than this is unreadable, and slow to test
@@ -80,12 +85,27 @@ class LineGap:
 
 
 @dataclass(frozen=True)
+class LineFeedbackUse:
+    """A line's feedback use at each turn of the table (None: no move of its after its
+    dialogue's first at that turn), its runs' moves pooled; ``recorded``: it has checked moves
+    at all."""
+
+    line: Line
+    cells: list[FeedbackUseTurn | None]
+    recorded: bool
+
+
+@dataclass(frozen=True)
 class Comparison:
     lines: list[Line]
     baseline: Line
     gaps: list[LineGap]
     config_diff: list[tuple[str, list[str]]]
     notes: list[str] = field(default_factory=list)
+    # Beside accuracy: the turns where some line has moves after a dialogue's first, and each
+    # line's feedback use there (both empty when no line has checked moves).
+    feedback_turns: list[int] = field(default_factory=list)
+    feedback_use: list[LineFeedbackUse] = field(default_factory=list)
 
 
 def selected_runs(run_ids: Iterable[int]) -> list[Run]:
@@ -181,6 +201,26 @@ def _gap(baseline: Line, line: Line, outcomes: Mapping[str, Mapping[str, TaskOut
     )
 
 
+def line_feedback_use(lines: Sequence[Line]) -> tuple[list[int], list[LineFeedbackUse]]:
+    """Each line's feedback use per turn (its runs' moves pooled), at the turns where some line
+    has a move after a dialogue's first (where consistency is defined); nothing when no line
+    has one. Two or three queries."""
+    by_run = runs_feedback_use(runs=[run for line in lines for run in line.runs])
+    pooled = {
+        line.key: pooled_feedback_use([by_run.get(run.pk, []) for run in line.runs])
+        for line in lines
+    }
+    turns = sorted({point.turn for points in pooled.values() for point in points if point.later})
+    if not turns:
+        return [], []
+    rows = []
+    for line in lines:
+        later = {point.turn: point for point in pooled[line.key] if point.later}
+        cells = [later.get(turn) for turn in turns]
+        rows.append(LineFeedbackUse(line, cells, recorded=bool(pooled[line.key])))
+    return turns, rows
+
+
 def config_diff(lines: Sequence[Line]) -> list[tuple[str, list[str]]]:
     """``(setting, its value in each line)`` for the settings of the frozen configurations that
     are not the same in every line; a line of several seeds lists them."""
@@ -245,4 +285,13 @@ def compare(runs: Sequence[Run], *, baseline_run_id: int | None, by_seed: bool) 
         (line for line in lines if any(run.pk == baseline_run_id for run in line.runs)), lines[0]
     )
     gaps = [_gap(baseline, line, outcomes) for line in lines if line is not baseline]
-    return Comparison(lines, baseline, gaps, config_diff(lines), _notes(lines, gaps))
+    feedback_turns, feedback_use = line_feedback_use(lines)
+    return Comparison(
+        lines,
+        baseline,
+        gaps,
+        config_diff(lines),
+        _notes(lines, gaps),
+        feedback_turns=feedback_turns,
+        feedback_use=feedback_use,
+    )

@@ -7,7 +7,14 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, frozen_run
+from tests.factories import (
+    ProtocolFactory,
+    StudentFactory,
+    TaskFactory,
+    TaskSetFactory,
+    frozen_run,
+)
+from tests.transcript_builders import NAMES, attempt, feedback, move, store
 from tests.webapp.experiments.builders import base_and_trained_seeds, play
 from webapp.experiments.comparison import compare, selected_runs
 from webapp.runs.models import Protocol
@@ -121,3 +128,53 @@ def test_a_single_turn_baseline_is_compared_at_every_turn_as_it_stood_after_its_
     (gap,) = compare([one_turn, taught], baseline_run_id=one_turn.pk, by_seed=True).gaps
     assert [round(point.value, 6) for point in gap.gaps] == [0.0, 0.0, 0.7]
     assert gap.final.turn == 3 and gap.final.p_value < 0.05
+
+
+def _guessing(run, task, consistent: list[bool]) -> None:  # type: ignore[no-untyped-def]
+    """One dialogue per entry: a first guess, "too high", then a consistent guess or not."""
+    for sample, agrees in enumerate(consistent):
+        store(run, task.pk, sample, NAMES[sample], [
+            move("50", valid=True), feedback("Too high."),
+            move("20" if agrees else "70", valid=True, consistent=agrees, chance=0.5),
+        ])  # fmt: skip
+
+
+def test_feedback_use_stands_beside_accuracy_for_each_line(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    task = TaskFactory(domain="guess_number")
+    student, protocol = StudentFactory(), ProtocolFactory(max_turns=3)
+    reader = frozen_run(name="reads", task_set=task.task_set, student=student, protocol=protocol)
+    rereads = frozen_run(
+        name="reads again", task_set=task.task_set, student=student, protocol=protocol, seed=1
+    )
+    guesser = frozen_run(name="guesses", task_set=task.task_set, protocol=protocol)
+    unchecked = frozen_run(name="before", task_set=task.task_set, protocol=protocol)
+    _guessing(reader, task, [True, True])
+    _guessing(rereads, task, [True, False])
+    _guessing(guesser, task, [False, False])
+    store(unchecked, task.pk, 0, "a_first", [attempt("50", "50", False)])
+    runs = [reader, rereads, guesser, unchecked]
+
+    result = compare(runs, baseline_run_id=None, by_seed=False)
+    assert result.feedback_turns == [2], "consistency needs earlier feedback: from turn 2"
+    *recorded, before = result.feedback_use
+    shares = [row.cells[0].consistent_share for row in recorded]
+    assert [(s.successes, s.total) for s in shares] == [(2, 2), (1, 2), (0, 2)]
+    assert not before.recorded and recorded[0].cells[0].chance == 0.5
+
+    seeds = compare(runs, baseline_run_id=None, by_seed=True)
+    pooled = seeds.feedback_use[0]
+    assert len(pooled.line.runs) == 2 and pooled.cells[0].consistent_share.successes == 3
+    assert pooled.cells[0].consistent_share.total == 4
+
+    page = researcher_client.get(_url(runs, seeds="0")).content.decode()
+    table = page.split('id="feedback-use-table"')[1].split("</table>")[0]
+    assert "100.0%" in table and "[34.2–100.0%]" in table and "chance 50.0%" in table
+    assert "played before feedback use was measured" in table
+
+
+def test_no_feedback_use_section_when_no_line_has_checked_moves(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    runs = base_and_trained_seeds(tasks=4)
+    result = compare(runs["base"] + runs["trained"], baseline_run_id=None, by_seed=True)
+    assert result.feedback_turns == [] and result.feedback_use == []
+    page = researcher_client.get(_url(runs["base"] + runs["trained"])).content.decode()
+    assert 'id="feedback-use"' not in page

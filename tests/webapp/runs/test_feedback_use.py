@@ -4,32 +4,16 @@ on the run page, exported in the metrics CSV."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from tests.factories import TaskFactory
-from tests.transcript_builders import attempt, feedback, make_run, store, turn
+from tests.transcript_builders import attempt, feedback, make_run, move, store, turn
 from webapp.metrics.export import csv_cells, metric_rows
 from webapp.metrics.stats import wilson_interval
 from webapp.runs import selectors
 from webapp.runs.models import Run
 
 pytestmark = pytest.mark.django_db
-
-
-def move(
-    answer: str,
-    *,
-    valid: bool,
-    consistent: bool | None = None,
-    chance: float | None = None,
-    correct: bool = False,
-) -> dict[str, Any]:
-    """A judged attempt with the engine's check of it (consistent: None for a first move)."""
-    return attempt(answer, answer, correct) | {
-        "move_valid": valid, "move_consistent": consistent, "move_chance": chance,
-    }  # fmt: skip
 
 
 def guessing_run() -> Run:
