@@ -15,7 +15,12 @@ from dataclasses import dataclass, field, replace
 
 from models_gpu.spec.training_run import TrainingRunConfig
 from webapp.metrics.comparison import Gap, TaskOutcomes, compare_outcomes
-from webapp.metrics.figures import FeedbackUseTurn, TurnAccuracy, pooled_feedback_use
+from webapp.metrics.figures import (
+    FeedbackUseRow,
+    TurnAccuracy,
+    feedback_use_table,
+    pooled_feedback_use,
+)
 from webapp.metrics.stats import mean_rate_across
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.config_view import NOT_SET, flatten
@@ -85,17 +90,6 @@ class LineGap:
 
 
 @dataclass(frozen=True)
-class LineFeedbackUse:
-    """A line's feedback use at each turn of the table (None: no move of its after its
-    dialogue's first at that turn), its runs' moves pooled; ``recorded``: it has checked moves
-    at all."""
-
-    line: Line
-    cells: list[FeedbackUseTurn | None]
-    recorded: bool
-
-
-@dataclass(frozen=True)
 class Comparison:
     lines: list[Line]
     baseline: Line
@@ -105,7 +99,7 @@ class Comparison:
     # Beside accuracy: the turns where some line has moves after a dialogue's first, and each
     # line's feedback use there (both empty when no line has checked moves).
     feedback_turns: list[int] = field(default_factory=list)
-    feedback_use: list[LineFeedbackUse] = field(default_factory=list)
+    feedback_use: list[tuple[Line, FeedbackUseRow]] = field(default_factory=list)
 
 
 def selected_runs(run_ids: Iterable[int]) -> list[Run]:
@@ -201,24 +195,13 @@ def _gap(baseline: Line, line: Line, outcomes: Mapping[str, Mapping[str, TaskOut
     )
 
 
-def line_feedback_use(lines: Sequence[Line]) -> tuple[list[int], list[LineFeedbackUse]]:
-    """Each line's feedback use per turn (its runs' moves pooled), at the turns where some line
-    has a move after a dialogue's first (where consistency is defined); nothing when no line
-    has one. Two or three queries."""
+def line_feedback_use(lines: Sequence[Line]) -> tuple[list[int], list[tuple[Line, FeedbackUseRow]]]:
+    """Each line's feedback use per turn (its runs' moves pooled), as ``feedback_use_table``
+    lays it out. Two or three queries."""
     by_run = runs_feedback_use(runs=[run for line in lines for run in line.runs])
-    pooled = {
-        line.key: pooled_feedback_use([by_run.get(run.pk, []) for run in line.runs])
-        for line in lines
-    }
-    turns = sorted({point.turn for points in pooled.values() for point in points if point.later})
-    if not turns:
-        return [], []
-    rows = []
-    for line in lines:
-        later = {point.turn: point for point in pooled[line.key] if point.later}
-        cells = [later.get(turn) for turn in turns]
-        rows.append(LineFeedbackUse(line, cells, recorded=bool(pooled[line.key])))
-    return turns, rows
+    pooled = [pooled_feedback_use([by_run.get(run.pk, []) for run in line.runs]) for line in lines]
+    turns, rows = feedback_use_table(pooled)
+    return turns, list(zip(lines, rows, strict=True)) if rows else []
 
 
 def config_diff(lines: Sequence[Line]) -> list[tuple[str, list[str]]]:

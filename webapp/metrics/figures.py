@@ -241,6 +241,32 @@ def pooled_feedback_use(by_run: Sequence[Sequence[FeedbackUseTurn]]) -> list[Fee
     return [pooled[turn] for turn in sorted(pooled)]
 
 
+@dataclass(frozen=True)
+class FeedbackUseRow:
+    """One run's (or line's) row of a table of consistent shares: its feedback use at each of
+    the table's turns (None: no move after a dialogue's first there); ``recorded``: it has
+    checked moves at all."""
+
+    cells: list[FeedbackUseTurn | None]
+    recorded: bool
+
+
+def feedback_use_table(
+    rows: Sequence[Sequence[FeedbackUseTurn]],
+) -> tuple[list[int], list[FeedbackUseRow]]:
+    """Several runs' feedback use side by side, at the turns where some of them has a move
+    after a dialogue's first (where consistency is defined); no turns and no rows when none
+    has one."""
+    turns = sorted({point.turn for points in rows for point in points if point.later})
+    if not turns:
+        return [], []
+    table = []
+    for points in rows:
+        later = {point.turn: point for point in points if point.later}
+        table.append(FeedbackUseRow([later.get(turn) for turn in turns], recorded=bool(points)))
+    return turns, table
+
+
 class HeadlineFigures:
     """The figures the run page and the runs table both show, from a curve and turn counts."""
 

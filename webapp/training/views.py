@@ -24,6 +24,7 @@ from webapp.core.figure_export import requested_download
 from webapp.core.permissions import researcher_required
 from webapp.core.plotly_csp import allows_plotly
 from webapp.metrics.comparison import Gap
+from webapp.metrics.figures import feedback_use_table
 from webapp.metrics.stats import Proportion
 from webapp.runs import selectors as run_selectors
 from webapp.runs.charts import Curve, accuracy_by_turn_figure
@@ -207,7 +208,8 @@ class EvaluationTurn:
 
 def _evaluations(run: Run, config: TrainingRunConfig) -> dict[str, Any]:
     """The base and trained models' held-out evaluations, their curves overlaid, and the
-    difference per turn: paired over their tasks, as every comparison page computes it."""
+    difference per turn: paired over their tasks, as every comparison page computes it; and
+    their feedback use (the share of later moves consistent with the feedback so far)."""
     trained_model = run.produced_models.first()
     base_run = trained_run = None
     if config.evaluation is not None:
@@ -228,6 +230,8 @@ def _evaluations(run: Run, config: TrainingRunConfig) -> dict[str, Any]:
             EvaluationTurn(base.accuracy, trained.accuracy, gap) for base, trained, gap in points
         ]
     labels = {base_run: "base", trained_run: "trained"}
+    feedback = run_selectors.runs_feedback_use(runs=shown)
+    feedback_turns, feedback_rows = feedback_use_table([feedback.get(r.pk, []) for r in shown])
     figure = accuracy_by_turn_figure(
         [
             Curve(f"{labels[r]}: #{r.pk} {r.name}", curves[r.pk], run_selectors.run_max_turns(r))
@@ -240,6 +244,9 @@ def _evaluations(run: Run, config: TrainingRunConfig) -> dict[str, Any]:
         "trained_run": trained_run,
         "differences": differences,
         "evaluation_figure": figure,
+        # (label, feedback use) of each evaluation: none unless one has checked moves.
+        "feedback_turns": feedback_turns,
+        "feedback_use": [(labels[r], row) for r, row in zip(shown, feedback_rows, strict=False)],
         "evaluations_finished": all(r.is_finished for r in shown) and len(shown) == 2,
     }
 

@@ -156,14 +156,14 @@ def test_feedback_use_stands_beside_accuracy_for_each_line(researcher_client) ->
 
     result = compare(runs, baseline_run_id=None, by_seed=False)
     assert result.feedback_turns == [2], "consistency needs earlier feedback: from turn 2"
-    *recorded, before = result.feedback_use
+    *recorded, before = [row for _, row in result.feedback_use]
     shares = [row.cells[0].consistent_share for row in recorded]
     assert [(s.successes, s.total) for s in shares] == [(2, 2), (1, 2), (0, 2)]
     assert not before.recorded and recorded[0].cells[0].chance == 0.5
 
     seeds = compare(runs, baseline_run_id=None, by_seed=True)
-    pooled = seeds.feedback_use[0]
-    assert len(pooled.line.runs) == 2 and pooled.cells[0].consistent_share.successes == 3
+    line, pooled = seeds.feedback_use[0]
+    assert len(line.runs) == 2 and pooled.cells[0].consistent_share.successes == 3
     assert pooled.cells[0].consistent_share.total == 4
 
     page = researcher_client.get(_url(runs, seeds="0")).content.decode()
