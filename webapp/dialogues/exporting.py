@@ -18,7 +18,8 @@ One record (a JSONL line) is::
      "sample_index", "seed", "outcome", "first_correct_turn", "num_turns", "end_reason",
      "ended_by", "end_note",   # who ended it by hand, and why (end reason "ended_by_person")
      "turns": [{"index", "message_number", "round", "role", "kind", "text",
-                "extracted_answer", "is_correct", "score", "verdict_sandbox",
+                "extracted_answer", "is_correct", "score", "move_valid", "move_consistent",
+                "move_chance", "verdict_sandbox",
                 ["verdict_details", "private_context"], "leak_flag", "prompt_tokens",
                 "completion_tokens", "latency_ms", "labels": [LABEL, ...]}, ...],
      "labels": [LABEL, ...]}      # labels of the whole dialogue
@@ -29,6 +30,12 @@ A turn's numbers are the pages' (webapp/dialogues/numbering.py): ``index`` is it
 ``#message-<n>`` anchor, and ``round`` the turn k of "Teacher · turn k · message #n" (and of
 ``first_correct_turn`` and ``num_turns``). Labels are what the annotators gave: submitted, and
 never a suggestion nobody confirmed.
+
+``move_valid``, ``move_consistent`` and ``move_chance`` are the feedback-use check of a judged
+student move of a task whose feedback can be checked (``webapp.metrics.figures``): valid, agreeing
+with every earlier verdict (null on the dialogue's first move), and the share of valid moves that
+would have agreed (null where not countable); all null on other turns and on dialogues played
+before feedback use was measured.
 
 ``verdict_sandbox`` is how a code verdict's candidate ran: "bubblewrap", "none" (unsandboxed,
 ``DIALAB_SANDBOX=none``), or null for verdicts that ran no code. It is exported with or without
@@ -109,6 +116,10 @@ _TURN_FIELDS_BEFORE_PRIVATE = (
     "extracted_answer",
     "is_correct",
     "score",
+    # Feedback use of a judged move (null where not checked: webapp.dialogues.models.Turn).
+    "move_valid",
+    "move_consistent",
+    "move_chance",
 )
 TURN_PRIVATE_FIELDS = ("verdict_details", "private_context")
 # Read from inside verdict_details without reading the rest of it (that is private).
@@ -320,6 +331,9 @@ def hf_features(*, include_private: bool = False) -> Any:
         "extracted_answer": Value("string"),
         "is_correct": Value("bool"),
         "score": Value("float64"),
+        "move_valid": Value("bool"),
+        "move_consistent": Value("bool"),
+        "move_chance": Value("float64"),
         "verdict_sandbox": Value("string"),
     }
     if include_private:

@@ -43,10 +43,10 @@ DIALOGUE_KEYS = [
 ]  # fmt: skip
 TURN_KEYS = [
     "index", "message_number", "round", "role", "kind", "text", "extracted_answer",
-    "is_correct", "score", "verdict_sandbox", "leak_flag", "prompt_tokens", "completion_tokens",
-    "latency_ms", "labels",
+    "is_correct", "score", "move_valid", "move_consistent", "move_chance", "verdict_sandbox",
+    "leak_flag", "prompt_tokens", "completion_tokens", "latency_ms", "labels",
 ]  # fmt: skip
-PRIVATE_TURN_KEYS = [*TURN_KEYS[:10], "verdict_details", "private_context", *TURN_KEYS[10:]]
+PRIVATE_TURN_KEYS = [*TURN_KEYS[:13], "verdict_details", "private_context", *TURN_KEYS[13:]]
 
 
 def turn(role: str, kind: str, text: str, **fields: Any) -> dict[str, Any]:
@@ -106,9 +106,10 @@ def corpus() -> dict[str, Any]:
     run_a = make_run("run A", task_set, teacher=TeacherFactory())
     run_b = make_run("run B", task_set)
     solved = store(run_a, task_one.pk, 0, 101, [
-        attempt("It is 4.", "4", False),
+        attempt("It is 4.", "4", False) | {"move_valid": True},  # a first move: no consistency
         feedback("Check the carry. Ünïcode ✓", leak=True),
-        attempt("Then 3.", "3", True),
+        attempt("Then 3.", "3", True)
+        | {"move_valid": True, "move_consistent": True, "move_chance": 0.5},
     ])  # fmt: skip
     unsolved = store(run_a, task_two.pk, 0, 102, [
         turn("student", "question", "Base ten?"),
@@ -197,7 +198,8 @@ def test_a_record_holds_the_dialogue_its_turns_verdicts_and_labels(corpus):
     assert first == {
         "index": 0, "message_number": 1, "round": 1, "role": "student", "kind": "attempt",
         "text": "It is 4.",
-        "extracted_answer": "4", "is_correct": False, "score": 0.0, "verdict_sandbox": None,
+        "extracted_answer": "4", "is_correct": False, "score": 0.0, "move_valid": True,
+        "move_consistent": None, "move_chance": None, "verdict_sandbox": None,
         "leak_flag": False, "prompt_tokens": 11, "completion_tokens": 7, "latency_ms": 12.5,
         "labels": [],
     }  # fmt: skip
@@ -210,6 +212,8 @@ def test_a_record_holds_the_dialogue_its_turns_verdicts_and_labels(corpus):
          "author": "bob", "updated_at": stamp(kinds_label)},
     ]  # fmt: skip
     assert last["is_correct"] is True and last["labels"] == []
+    assert (last["move_valid"], last["move_consistent"], last["move_chance"]) == (True, True, 0.5)
+    assert teacher["move_valid"] is None, "not a move"
     assert record["labels"] == [
         {"schema": "feedback quality", "question": "overall", "value": "clear",
          "author": "bob", "updated_at": stamp(overall_label)},
