@@ -7,12 +7,15 @@ import pytest
 from models_gpu.spec.reports import Accounting
 from webapp.metrics.export import CSV_COLUMNS, csv_cells
 from webapp.metrics.figures import (
+    FeedbackUseTurn,
     TurnCounts,
     accounting_rows,
     accuracy_after_turns,
+    feedback_use_table,
     pass_at_k,
     pass_at_k_curve,
     pass_at_k_tasks_left_out,
+    pooled_feedback_use,
 )
 from webapp.metrics.partial import Counted
 
@@ -92,3 +95,22 @@ def test_csv_cells_leave_missing_values_empty() -> None:
     cells = csv_cells({"metric": "pass_at_k", "k": 2, "value": 0.123456789, "n": 3})
     assert cells == ["pass_at_k", "2", "", "0.123457", "", "", "", "3"]
     assert len(CSV_COLUMNS) == len(cells)
+
+
+def test_feedback_use_of_several_runs_pools_their_moves_turn_by_turn() -> None:
+    one = [FeedbackUseTurn(1, 4, 3, 0, 0, 0.0, 0), FeedbackUseTurn(2, 3, 3, 3, 2, 1.5, 3)]
+    other = [FeedbackUseTurn(2, 2, 1, 2, 0, 0.0, 0)]
+    first, second = pooled_feedback_use([one, other])
+    assert first == one[0]
+    assert second == FeedbackUseTurn(2, 5, 4, 5, 2, 1.5, 3)
+    assert (second.consistent_share.successes, second.consistent_share.total) == (2, 5)
+    assert second.chance == 0.5, "the mean over the 3 moves that have one, not over 5"
+
+
+def test_a_feedback_use_table_has_the_turns_with_later_moves_and_says_who_has_none() -> None:
+    checked = [FeedbackUseTurn(1, 2, 2, 0, 0, 0.0, 0), FeedbackUseTurn(3, 2, 2, 2, 1, 0.0, 0)]
+    turns, (row, unrecorded) = feedback_use_table([checked, []])
+    assert turns == [3], "no move at turn 1 has earlier feedback"
+    assert row.recorded and row.cells == [checked[1]]
+    assert not unrecorded.recorded and unrecorded.cells == [None]
+    assert feedback_use_table([[], []]) == ([], [])
