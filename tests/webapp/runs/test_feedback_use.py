@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import TaskFactory
+from tests.factories import (
+    ProtocolFactory,
+    StudentFactory,
+    TaskFactory,
+    TaskSetFactory,
+    TeacherFactory,
+    frozen_run,
+)
 from tests.transcript_builders import attempt, feedback, make_run, move, store, turn
+from webapp.dialogues.models import Turn
 from webapp.metrics.export import csv_cells, metric_rows
 from webapp.metrics.stats import wilson_interval
 from webapp.runs import selectors
@@ -88,3 +96,29 @@ def test_a_run_without_checked_moves_has_no_feedback_use_panel(researcher_client
     assert not any(row["metric"].endswith("_move_share") for row in metric_rows(metrics))
     page = researcher_client.get(f"/runs/{run.pk}/").content.decode()
     assert 'id="feedback-use"' not in page and 'id="plasticity-table"' in page
+
+
+def test_a_run_the_worker_plays_records_every_judged_move() -> None:
+    """The whole path: the engine checks each move of an arithmetic task, the worker stores it
+    on the turn, the run's figures count it (every judged attempt is a move; all moves after
+    a dialogue's first are "later")."""
+    from workers.evaluation import execute_evaluation
+
+    task_set = TaskSetFactory()
+    for i in range(6):
+        TaskFactory(task_set=task_set, prompt=f"What is {10 + i} + {20 + i}?",
+                    reference={"answer": str(30 + 2 * i)})  # fmt: skip
+    student = StudentFactory(generation_params={"first_try_accuracy": 0.0, "feedback_gain": 0.4})
+    run = frozen_run(
+        task_set=task_set, student=student, teacher=TeacherFactory(),
+        protocol=ProtocolFactory(max_turns=3), seed=5,
+    )  # fmt: skip
+    assert execute_evaluation(run.pk, worker="test", background_heartbeat=False)
+    turns = selectors.run_metrics(run=run).feedback_use
+    attempts = Turn.objects.filter(dialogue__run=run, kind=Turn.Kind.ATTEMPT)
+    assert [t.moves for t in turns] == [
+        attempts.filter(round=k).count() for k in (1, 2, 3)
+    ]  # fmt: skip
+    assert turns[0].moves == 6 and turns[0].later == 0
+    assert all(t.later == t.moves for t in turns[1:]), "every dialogue's first move is at turn 1"
+    assert all(t.chance is None for t in turns), "arithmetic states no range: chance uncounted"
