@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 
 def solved_by_turn(first_correct: Mapping[int | None, int], turns: int) -> tuple[int, ...]:
@@ -47,6 +47,46 @@ class SolvedByTurn:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SolvedByTurn:
         return cls(int(data["dialogues"]), tuple(int(count) for count in data["solved"]))
+
+
+@dataclass(frozen=True)
+class MoveCounts:
+    """Feedback use summed over judged moves (``verifiers.feedback_use`` checks each one):
+    ``moves`` judged moves of checkable tasks, ``valid`` of them valid; ``later`` of them after
+    their dialogue's first move, ``consistent`` of those consistent with the feedback so far;
+    the chance levels of the ``chance_counted`` later moves that have one sum to
+    ``chance_sum``. Subclasses (one turn's counts) keep their own fields through ``plus``."""
+
+    moves: int = 0
+    valid: int = 0
+    later: int = 0
+    consistent: int = 0
+    chance_sum: float = 0.0
+    chance_counted: int = 0
+
+    @classmethod
+    def of_move(cls, valid: bool, consistent: bool | None, chance: float | None) -> MoveCounts:
+        later = consistent is not None
+        counted = later and chance is not None
+        return cls(
+            moves=1, valid=int(valid), later=int(later), consistent=int(bool(consistent)),
+            chance_sum=chance if counted and chance is not None else 0.0,
+            chance_counted=int(counted),
+        )  # fmt: skip
+
+    def plus(self, other: MoveCounts) -> Self:
+        """These counts and ``other``'s, summed."""
+        return replace(
+            self, moves=self.moves + other.moves, valid=self.valid + other.valid,
+            later=self.later + other.later, consistent=self.consistent + other.consistent,
+            chance_sum=self.chance_sum + other.chance_sum,
+            chance_counted=self.chance_counted + other.chance_counted,
+        )  # fmt: skip
+
+    @property
+    def chance(self) -> float | None:
+        """The mean chance level of the later moves (None: none of them has one)."""
+        return self.chance_sum / self.chance_counted if self.chance_counted else None
 
 
 class Curve(StrEnum):

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
 from models_gpu.spec.generators import CODE_NO_REPEATS, stated_range
-from models_gpu.types import MoveCheck, TaskSpec, Verdict
+from models_gpu.spec.reports import MoveCounts
+from models_gpu.types import MoveCheck, TaskSpec, TurnRecord, Verdict
 from models_gpu.verifiers.code_guess import score_guess
 from models_gpu.verifiers.extraction import find_numbers, parse_number
 from models_gpu.verifiers.maze import find, parse_grid, parse_path
@@ -181,3 +182,15 @@ class _Maze:
 _GAMES: dict[str, type[_Numbers | _Codes | _Maze]] = {
     "numeric": _Numbers, "code_guess": _Codes, "maze": _Maze,
 }  # fmt: skip
+
+
+def move_counts(turns: Iterable[TurnRecord]) -> tuple[MoveCounts, dict[int, MoveCounts]]:
+    """Feedback use over ``turns`` (of any number of dialogues): in all, and by turn round."""
+    total = MoveCounts()
+    by_turn: dict[int, MoveCounts] = {}
+    for turn in turns:
+        if turn.move is not None:
+            move = MoveCounts.of_move(turn.move.valid, turn.move.consistent, turn.move.chance)
+            total = total.plus(move)
+            by_turn[turn.round] = by_turn.get(turn.round, MoveCounts()).plus(move)
+    return total, dict(sorted(by_turn.items()))

@@ -35,7 +35,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from models_gpu.spec.reports import Accounting, solved_by_turn
+from models_gpu.spec.reports import Accounting, MoveCounts, solved_by_turn
 from webapp.metrics.partial import BatchInPlay, Counted
 from webapp.metrics.stats import MeanEstimate, Proportion, wilson_interval
 
@@ -194,20 +194,11 @@ class TurnKinds:
         return [(kind, count, self.share(kind)) for kind, count in ordered]
 
 
-@dataclass(frozen=True)
-class FeedbackUseTurn:
-    """Feedback use at turn k (module docstring): ``moves`` judged moves of checkable tasks,
-    ``valid`` of them valid; ``later`` of them after their dialogue's first move, ``consistent``
-    of those consistent; the chance levels of the ``chance_counted`` later moves that have one
-    sum to ``chance_sum``."""
+@dataclass(frozen=True, kw_only=True)
+class FeedbackUseTurn(MoveCounts):
+    """Feedback use at turn k (module docstring): the counts of the moves made at that turn."""
 
     turn: int
-    moves: int
-    valid: int
-    later: int
-    consistent: int
-    chance_sum: float
-    chance_counted: int
 
     @property
     def valid_share(self) -> Proportion:
@@ -216,19 +207,6 @@ class FeedbackUseTurn:
     @property
     def consistent_share(self) -> Proportion:
         return wilson_interval(self.consistent, self.later)
-
-    @property
-    def chance(self) -> float | None:
-        """The mean chance level of the later moves (None: none of them has one)."""
-        return self.chance_sum / self.chance_counted if self.chance_counted else None
-
-    def plus(self, other: FeedbackUseTurn) -> FeedbackUseTurn:
-        """The counts of the same turn of two sets of dialogues, summed."""
-        return FeedbackUseTurn(
-            self.turn, self.moves + other.moves, self.valid + other.valid,
-            self.later + other.later, self.consistent + other.consistent,
-            self.chance_sum + other.chance_sum, self.chance_counted + other.chance_counted,
-        )  # fmt: skip
 
 
 def pooled_feedback_use(by_run: Sequence[Sequence[FeedbackUseTurn]]) -> list[FeedbackUseTurn]:

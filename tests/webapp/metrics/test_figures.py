@@ -97,18 +97,27 @@ def test_csv_cells_leave_missing_values_empty() -> None:
     assert len(CSV_COLUMNS) == len(cells)
 
 
+def _turn(
+    turn: int, moves: int, valid: int, later: int, consistent: int, chance: float, counted: int
+) -> FeedbackUseTurn:
+    return FeedbackUseTurn(
+        turn=turn, moves=moves, valid=valid, later=later, consistent=consistent,
+        chance_sum=chance, chance_counted=counted,
+    )  # fmt: skip
+
+
 def test_feedback_use_of_several_runs_pools_their_moves_turn_by_turn() -> None:
-    one = [FeedbackUseTurn(1, 4, 3, 0, 0, 0.0, 0), FeedbackUseTurn(2, 3, 3, 3, 2, 1.5, 3)]
-    other = [FeedbackUseTurn(2, 2, 1, 2, 0, 0.0, 0)]
+    one = [_turn(1, 4, 3, 0, 0, 0.0, 0), _turn(2, 3, 3, 3, 2, 1.5, 3)]
+    other = [_turn(2, 2, 1, 2, 0, 0.0, 0)]
     first, second = pooled_feedback_use([one, other])
     assert first == one[0]
-    assert second == FeedbackUseTurn(2, 5, 4, 5, 2, 1.5, 3)
+    assert second == _turn(2, 5, 4, 5, 2, 1.5, 3)
     assert (second.consistent_share.successes, second.consistent_share.total) == (2, 5)
     assert second.chance == 0.5, "the mean over the 3 moves that have one, not over 5"
 
 
 def test_a_feedback_use_table_has_the_turns_with_later_moves_and_says_who_has_none() -> None:
-    checked = [FeedbackUseTurn(1, 2, 2, 0, 0, 0.0, 0), FeedbackUseTurn(3, 2, 2, 2, 1, 0.0, 0)]
+    checked = [_turn(1, 2, 2, 0, 0, 0.0, 0), _turn(3, 2, 2, 2, 1, 0.0, 0)]
     turns, (row, unrecorded) = feedback_use_table([checked, []])
     assert turns == [3], "no move at turn 1 has earlier feedback"
     assert row.recorded and row.cells == [checked[1]]
