@@ -35,6 +35,16 @@ def feedback_teacher_reply(request: GenerationRequest) -> str:
     return ""
 
 
+def answer_revealer_reply(request: GenerationRequest) -> str:
+    """States the answer outright: the environment of the credit-assignment check
+    (``training.credit_check``), where a student that reads the feedback solves turn 2. Not a
+    teacher to study: every turn it writes is a leak."""
+    reference = _reference_answer(request.private_context)
+    if reference is None:
+        return "Not quite."
+    return f"Not quite. The number is {reference}."
+
+
 def leaks_reference(text: str, reference_answer: str) -> bool:
     """Whether ``text`` states the answer: as a whole token, or as a number equal to it."""
     answer = reference_answer.strip()

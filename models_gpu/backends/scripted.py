@@ -4,6 +4,8 @@ Policies:
     arithmetic-student  solves the arithmetic in the task and errs at a tunable rate
                         (params: ``first_try_accuracy``, ``feedback_gain``).
     feedback-teacher    writes feedback from verifier details; never states the answer.
+    answer-revealer     a teacher that states the answer after a wrong attempt (the
+                        credit-assignment check's environment).
     sharded-student     for sharded arithmetic: asks about what is missing, guesses early, or
                         answers once it has everything (params: ``ask_probability``,
                         ``final_accuracy``).
@@ -20,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from models_gpu.backends.arithmetic_student import ArithmeticStudent
-from models_gpu.backends.feedback_teacher import feedback_teacher_reply
+from models_gpu.backends.feedback_teacher import answer_revealer_reply, feedback_teacher_reply
 from models_gpu.backends.shard_revealer import shard_revealer_reply
 from models_gpu.backends.sharded_student import ShardedStudent
 from models_gpu.spec.backends import read_backend_params
@@ -34,6 +36,7 @@ Policy = Callable[[GenerationRequest], str]
 _POLICY_FACTORIES: Mapping[str, Callable[..., Policy]] = {
     "arithmetic-student": lambda **params: ArithmeticStudent(**params).reply,
     "feedback-teacher": lambda: feedback_teacher_reply,
+    "answer-revealer": lambda: answer_revealer_reply,
     "sharded-student": lambda **params: ShardedStudent(**params).reply,
     "shard-revealer": lambda: shard_revealer_reply,
 }

@@ -79,6 +79,9 @@ SCRIPTED_POLICIES: Mapping[str, ScriptedPolicy] = {
     "feedback-teacher": ScriptedPolicy(
         "teacher", "feedback from the verifier's details, never the answer"
     ),
+    "answer-revealer": ScriptedPolicy(
+        "teacher", "states the answer after a wrong attempt (a check of training, not a teacher)"
+    ),
     "sharded-student": ScriptedPolicy(
         "student",
         "asks for the next piece until the task is complete",

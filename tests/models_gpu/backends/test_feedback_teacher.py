@@ -151,3 +151,16 @@ def test_never_states_the_answer_over_many_tasks_and_attempts() -> None:
                 assert text, context
                 assert not states_answer(text, answer), (context, text)
                 assert not states_answer(text, f"{value:,}"), (context, text)
+
+
+def test_the_answer_revealer_states_the_answer_the_feedback_teacher_never_does() -> None:
+    from models_gpu.backends import load_generator
+    from models_gpu.spec.run import RoleSpec
+
+    context = {"extracted": "9", "reference": {"answer": "17"},
+               "verdict_details": numeric_details("wrong_value", "too_low")}  # fmt: skip
+    request = GenerationRequest(messages=(), seed=0, private_context=context)
+    revealer = load_generator(RoleSpec("scripted", "answer-revealer"))
+    [said] = revealer.generate([request])
+    assert said.text == "Not quite. The number is 17." and leaks_reference(said.text, "17")
+    assert not leaks_reference(feedback_teacher_reply(request), "17")
