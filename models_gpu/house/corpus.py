@@ -12,6 +12,14 @@ exactly as the teacher's turns in a didactic run). Two shapes of example:
 Only the assistant turns marked ``trained`` count in the loss: the right answers. Wrong attempts
 are context, so the model learns to *use* feedback without learning to make mistakes.
 
+And a third shape, the game the training demos play (guess the number, as
+``generators.families.guess_number`` words it): a player who knows the game's *format* but no
+*strategy*. Every guess is a whole number drawn uniformly from the stated range, whatever the
+feedback said, and the scripted teacher's real feedback follows each wrong one; the dialogue ends
+at the right guess or after ``GUESS_TURNS`` guesses. Every guess is trained: the model learns to
+make valid moves and that feedback changes nothing, so what online training adds (reading "too
+high") can be told from what it started with (``verifiers.feedback_use``).
+
 Held out: a task whose prompt hashes into ``HELD_OUT_BUCKET`` (one in ``HELD_OUT_MODULUS``) never
 appears in the corpus, so the accuracy measured on such tasks is on problems the model never saw.
 """
@@ -26,7 +34,7 @@ from fractions import Fraction
 from typing import Any
 
 from models_gpu.backends.feedback_teacher import feedback_teacher_reply
-from models_gpu.generators.families import ANSWER_FORMAT, arithmetic
+from models_gpu.generators.families import ANSWER_FORMAT, arithmetic, guess_number
 from models_gpu.spec.templates import DEFAULT_TEMPLATES
 from models_gpu.types import GenerationRequest, TaskSpec
 from models_gpu.verifiers.numeric import verify_numeric
@@ -43,6 +51,11 @@ OTHER_SYSTEM_PROMPTS = (
 SYSTEM_PROMPTS = (STUDENT_SYSTEM, *OTHER_SYSTEM_PROMPTS)
 NUDGE = DEFAULT_TEMPLATES["nudge"]  # self-correction's fixed reply to a wrong attempt
 NO_ANSWER_REPLIES = ("I don't know.", "Let me think about it.")
+# The guess-the-number games of the corpus: every range of GUESS_RANGE_SIZE numbers starting at
+# one of GUESS_LOWERS (the miniature's training, held-out and outside ranges all lie inside).
+GUESS_RANGE_SIZE = 8
+GUESS_LOWERS = range(1, 41)
+GUESS_TURNS = 6
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,8 @@ class CorpusMix:
     feedback: share of examples with a wrong attempt and feedback before the right answer;
         ``second_mistake`` of those have two; ``no_answer`` of first attempts give no number;
         ``nudge`` of feedback turns are self-correction's fixed nudge instead of the teacher's.
+    guess_number: share of examples that are guess-the-number games played by a random valid
+        guesser (ranges of ``GUESS_RANGE_SIZE`` numbers starting at ``GUESS_LOWERS``).
     """
 
     tasks: tuple[tuple[int, str, float], ...] = (
@@ -74,6 +89,7 @@ class CorpusMix:
     second_mistake: float = 0.3
     no_answer: float = 0.05
     nudge: float = 0.1
+    guess_number: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -124,20 +140,50 @@ def examples(seed: int | str, mix: CorpusMix = CorpusMix()) -> Iterator[Example]
     """An endless, seeded stream of training examples."""
     rng = random.Random(f"house-corpus:{seed}")
     while True:
-        yield make_example(training_task(rng, mix), rng, mix)
+        if mix.guess_number and rng.random() < mix.guess_number:
+            yield random_guessing_game(rng)
+        else:
+            yield make_example(training_task(rng, mix), rng, mix)
+
+
+def random_guessing_game(rng: random.Random) -> Example:
+    """A guess-the-number game played by a guesser with no strategy (see the module docstring)."""
+    low = rng.choice(GUESS_LOWERS)
+    high = low + GUESS_RANGE_SIZE - 1
+    generated = guess_number(rng, {"low": low, "high": high})
+    spec = TaskSpec(
+        task_id=0,
+        prompt=generated["prompt"],
+        reference=generated["reference"],
+        verifier_kind=generated["verifier_kind"],
+        domain=generated["domain"],
+    )
+    # Always as the engine plays it, under its default student system prompt.
+    turns = [ChatTurn("system", STUDENT_SYSTEM), ChatTurn("user", spec.prompt)]
+    for _ in range(GUESS_TURNS):
+        attempt = answer_text(rng.randint(low, high))
+        turns.append(ChatTurn("assistant", attempt, trained=True))
+        if verify_numeric(spec, attempt).correct:
+            break
+        turns.append(ChatTurn("user", teacher_feedback(spec, attempt)))
+    return tuple(turns)
+
+
+def _system_turn(rng: random.Random, mix: CorpusMix) -> list[ChatTurn]:
+    """The engine's default student system prompt, another one, or none, by ``mix``'s shares."""
+    system = rng.random()
+    if system < mix.student_system:
+        return [ChatTurn("system", STUDENT_SYSTEM)]
+    if system < mix.student_system + mix.other_system:
+        return [ChatTurn("system", rng.choice(OTHER_SYSTEM_PROMPTS))]
+    return []
 
 
 def make_example(task: dict[str, Any], rng: random.Random, mix: CorpusMix) -> Example:
     answer = Fraction(task["reference"]["answer"])
     with_format = rng.random() < mix.answer_format
     prompt = f"{task['prompt']} {ANSWER_FORMAT}" if with_format else task["prompt"]
-    turns: list[ChatTurn] = []
-    system = rng.random()
-    if system < mix.student_system:
-        turns.append(ChatTurn("system", STUDENT_SYSTEM))
-    elif system < mix.student_system + mix.other_system:
-        turns.append(ChatTurn("system", rng.choice(OTHER_SYSTEM_PROMPTS)))
-    turns.append(ChatTurn("user", prompt))
+    turns = [*_system_turn(rng, mix), ChatTurn("user", prompt)]
     if rng.random() < mix.feedback:
         spec = TaskSpec(
             task_id=0, prompt=prompt, reference=task["reference"], verifier_kind="numeric"
@@ -175,7 +221,8 @@ def teacher_feedback(task: TaskSpec, attempt: str) -> str:
 def tokenizer_texts(seed: int, n: int) -> list[str]:
     """``n`` examples as the chat template lays them out (role headers and ``END`` are special
     tokens, left out here), for training the tokenizer."""
-    stream = examples(f"tokenizer:{seed}", CorpusMix(other_system=0.2, answer_format=0.2))
+    mix = CorpusMix(other_system=0.2, answer_format=0.2, guess_number=0.2)
+    stream = examples(f"tokenizer:{seed}", mix)
     texts = ["\n".join(f"\n{turn.content}" for turn in next(stream)) for _ in range(n)]
     return [*texts, *SYSTEM_PROMPTS]
 

@@ -3,16 +3,19 @@ engine, the numeric verifier and the scripted feedback teacher, on held-out task
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from models_gpu.backends import load_generator
 from models_gpu.engine import run_dialogues
-from models_gpu.house.corpus import held_out_tasks
+from models_gpu.generators.families import guess_number
+from models_gpu.house.corpus import GUESS_LOWERS, GUESS_RANGE_SIZE, GUESS_TURNS, held_out_tasks
 from models_gpu.spec.protocol import ProtocolSpec
 from models_gpu.spec.run import RoleSpec
 from models_gpu.types import DialogueJob, DialogueResult, TaskSpec
+from models_gpu.verifiers.feedback_use import move_counts
 
 # (label, digits, operations): what the one-turn accuracy is reported on.
 EVAL_KINDS: tuple[tuple[str, int, str], ...] = (
@@ -27,9 +30,9 @@ HEADLINE = ("1-digit +-", "2-digit +-")  # "one_turn_accuracy": the model's home
 def evaluate(
     model_dir: str | Path, *, seed: int = 0, tasks_per_kind: int = 100, max_turns: int = 3
 ) -> dict[str, Any]:
-    """One-turn accuracy (greedy) per kind of task, and the didactic accuracy after each turn
-    (sampling at temperature 0.7, the scripted feedback teacher) on 2-digit sums and differences.
-    """
+    """One-turn accuracy (greedy) per kind of task, the didactic accuracy after each turn
+    (sampling at temperature 0.7, the scripted feedback teacher) on 2-digit sums and differences,
+    and how it plays guess the number (``evaluate_guessing``, ``tasks_per_kind`` games)."""
     greedy = {"temperature": 0.0, "max_new_tokens": 16, "device": "cpu"}
     by_kind: dict[str, float] = {}
     counts: dict[str, tuple[int, int]] = {}
@@ -52,7 +55,43 @@ def evaluate(
         "one_turn_accuracy_tasks": headline_total,
         "one_turn_accuracy_by_kind": by_kind,
         "didactic_2_digit_accuracy_by_turn": _cumulative_accuracy(results, max_turns),
+        **evaluate_guessing(model_dir, seed=seed, games=tasks_per_kind),
     }
+
+
+def evaluate_guessing(
+    model_dir: str | Path, *, seed: int = 0, games: int = 64, turns: int = GUESS_TURNS
+) -> dict[str, Any]:
+    """How the model plays guess the number (sampling at temperature 1, the scripted teacher's
+    feedback), against a player with no strategy: the share of valid moves, accuracy after each
+    turn beside a uniformly random valid guesser's (``1 - (1 - 1/range)^k``), and the share of
+    later moves consistent with the feedback so far beside its chance level
+    (``verifiers.feedback_use``)."""
+    rng = random.Random(f"house-guessing:{seed}")
+    tasks = []
+    for _ in range(games):
+        low = rng.choice(GUESS_LOWERS)
+        tasks.append(guess_number(rng, {"low": low, "high": low + GUESS_RANGE_SIZE - 1}))
+    sampled = {"temperature": 1.0, "max_new_tokens": 12, "device": "cpu"}
+    results = _run(model_dir, _jobs(tasks), ProtocolSpec("didactic", turns), sampled)
+    moves, _ = move_counts(turn for result in results for turn in result.turns)
+    miss = 1 - 1 / GUESS_RANGE_SIZE
+    return {
+        "guessing_games": len(results),
+        "guessing_valid_moves": _rounded(_share(moves.valid, moves.moves)),
+        "guessing_accuracy_by_turn": _cumulative_accuracy(results, turns),
+        "guessing_random_accuracy_by_turn": [round(1 - miss**k, 3) for k in range(1, turns + 1)],
+        "guessing_consistent_moves": _rounded(_share(moves.consistent, moves.later)),
+        "guessing_consistent_by_chance": _rounded(moves.chance),
+    }
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 3) if value is not None else None
 
 
 def _jobs(tasks: Sequence[Mapping[str, Any]]) -> list[DialogueJob]:
@@ -63,6 +102,7 @@ def _jobs(tasks: Sequence[Mapping[str, Any]]) -> list[DialogueJob]:
                 prompt=task["prompt"],
                 reference=task["reference"],
                 verifier_kind=task["verifier_kind"],
+                domain=task.get("domain", ""),
             ),
             sample_index=0,
             seed=index,

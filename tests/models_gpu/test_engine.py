@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import pairwise
@@ -305,3 +306,27 @@ def test_a_backend_returning_the_wrong_count_fails_loudly(make_jobs: MakeJobs) -
 
     with pytest.raises(RuntimeError, match="returned 1 generations for 2 requests"):
         run(make_jobs(2), DropsOne(), None, ProtocolSpec("single_turn", max_turns=1))
+
+
+def test_each_judged_move_of_a_guessing_game_carries_its_feedback_use() -> None:
+    """The engine checks every judged move against the verdicts before it in its dialogue."""
+    from models_gpu.generators.families import guess_number
+    from models_gpu.types import MoveCheck, TaskSpec
+    from tests.models_gpu.engine_doubles import Replying
+
+    generated = guess_number(random.Random(0), {"low": 1, "high": 8})
+    hidden = int(generated["reference"]["answer"])
+    task = TaskSpec(1, generated["prompt"], generated["reference"], "numeric",
+                    domain="guess_number")  # fmt: skip
+    # 9 (outside the range, too high), the same 9 again, then the answer.
+    replies = ["The answer is 9.", "The answer is 9.", f"The answer is {hidden}."]
+    student = Replying(
+        lambda request: replies[sum(m.role == "assistant" for m in request.messages)]
+    )
+    teacher = load_generator(RoleSpec("scripted", "feedback-teacher"))
+    results, _ = run_protocol(
+        [DialogueJob(task, 0, seed=1)], student, teacher, ProtocolSpec("didactic", 3)
+    )
+    moves = [turn.move for turn in results[0].turns if turn.role == "student"]
+    # "9 is too high" rules out nothing inside 1..8: every valid guess is still consistent.
+    assert moves == [MoveCheck(False), MoveCheck(False, False, 1.0), MoveCheck(True, True, 1.0)]

@@ -13,6 +13,7 @@ import random
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,7 @@ from models_gpu.house import build_house_model  # noqa: E402
 from models_gpu.house.__main__ import main  # noqa: E402
 from models_gpu.house.build import HOUSE_MODEL, HOUSE_TRAINING  # noqa: E402
 from models_gpu.house.corpus import (  # noqa: E402
+    GUESS_TURNS,
     NUDGE,
     STUDENT_SYSTEM,
     CorpusMix,
@@ -32,6 +34,7 @@ from models_gpu.house.corpus import (  # noqa: E402
     held_out_tasks,
     is_held_out,
     make_example,
+    teacher_feedback,
 )
 from models_gpu.house.model import METADATA_FILE, HouseConfig  # noqa: E402
 from models_gpu.house.tokenizer import train_tokenizer  # noqa: E402
@@ -41,6 +44,7 @@ from models_gpu.house.train import (  # noqa: E402
     encode_example,
     learning_rate,
 )
+from models_gpu.spec.generators import stated_range  # noqa: E402
 from models_gpu.spec.run import RoleSpec  # noqa: E402
 from models_gpu.types import GenerationRequest, Message, TaskSpec  # noqa: E402
 from models_gpu.verifiers.numeric import verify_numeric  # noqa: E402
@@ -103,6 +107,43 @@ def test_a_second_wrong_attempt_heeds_the_first_feedback() -> None:
             assert moved * direction > 0
             checked += 1
     assert checked > 100
+
+
+def test_guessing_games_are_played_with_valid_moves_and_no_strategy() -> None:
+    """Every guess is inside the stated range and trained; each wrong one gets the scripted
+    teacher's real feedback; and the guesses ignore it (as often outside the interval it left
+    as a random guesser would be)."""
+    games = list(itertools.islice(examples(0, CorpusMix(guess_number=1.0)), 400))
+    inconsistent = later = 0
+    for game in games:
+        prompt = next(turn.content for turn in game if turn.role == "user")
+        low, high = stated_range(prompt) or (None, None)
+        assert low is not None and high is not None
+        hidden = next(n for n in range(low, high + 1) if not _guessing_misses(game, n))
+        spec = TaskSpec(0, prompt, {"answer": str(hidden)}, "numeric", domain="guess_number")
+        guesses = [turn for turn in game if turn.role == "assistant"]
+        assert 1 <= len(guesses) <= GUESS_TURNS and all(turn.trained for turn in guesses)
+        bounds = [low - 1, high + 1]
+        for guess, reply in itertools.zip_longest(guesses, game[game.index(guesses[0]) + 1 :: 2]):
+            value = int(guess.content.split()[-1].rstrip("."))
+            assert low <= value <= high
+            if guess is not guesses[0]:
+                later += 1
+                inconsistent += not bounds[0] < value < bounds[1]
+            if reply is not None:
+                assert reply.content == teacher_feedback(spec, guess.content)
+                bounds[0 if value < hidden else 1] = value
+    assert later > 300 and inconsistent / later > 0.25
+
+
+def _guessing_misses(game: tuple[Any, ...], hidden: int) -> bool:
+    """Whether some feedback of ``game`` would be wrong if the hidden number were ``hidden``."""
+    for guess, reply in itertools.pairwise(game):
+        if guess.role == "assistant" and reply.role == "user":
+            value = int(guess.content.split()[-1].rstrip("."))
+            if ("too high" in reply.content) != (value > hidden) or value == hidden:
+                return True
+    return False
 
 
 def test_held_out_tasks_never_appear_in_the_corpus() -> None:
