@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from models_gpu.spec.reports import MoveCounts
 from models_gpu.training.miniature import ConditionResult
 from webapp.metrics.comparison import Gap, TaskOutcomes, compare_outcomes
 from webapp.metrics.stats import Proportion, wilson_interval
@@ -114,8 +115,158 @@ def _condition_result(row: Mapping[str, Any]) -> ConditionResult:
             **row,
             "solved_by_turn": tuple(row["solved_by_turn"]),
             "per_task": tuple(tuple(task) for task in row.get("per_task", ())),
+            "feedback_use": _move_counts(row.get("feedback_use", ())),
+            "outside_solved_by_turn": tuple(row.get("outside_solved_by_turn", ())),
+            "outside_feedback_use": _move_counts(row.get("outside_feedback_use", ())),
+            "reward_history": tuple(tuple(point) for point in row.get("reward_history", ())),
         }
     )
+
+
+def _move_counts(rows: Sequence[Mapping[str, Any]]) -> tuple[MoveCounts, ...]:
+    return tuple(MoveCounts(**counts) for counts in rows)
+
+
+def pooled_feedback_use(
+    per_seed: PerSeed, condition: str, *, outside: bool = False
+) -> list[MoveCounts]:
+    """``condition``'s feedback use per turn, every seed's moves pooled (empty for results
+    written before it was recorded)."""
+    rows = [r for results in per_seed.values() for r in results if r.condition == condition]
+    per_turn = [r.outside_feedback_use if outside else r.feedback_use for r in rows]
+    if not per_turn or not all(per_turn):
+        return []
+    return [sum(turn, MoveCounts()) for turn in zip(*per_turn, strict=True)]
+
+
+def later_moves(counts: Sequence[MoveCounts]) -> MoveCounts:
+    """The moves after each dialogue's first, all turns together."""
+    return sum(counts[1:], MoveCounts())
+
+
+def feedback_use_lines(per_seed: PerSeed, conditions: Sequence[str]) -> list[str]:
+    """Per condition: valid guesses, then per turn k >= 2 the share of guesses consistent with
+    the feedback so far [95% Wilson] and (after a slash) what a random valid guesser would score
+    there. Empty when the results predate feedback use."""
+    pooled_by = {c: pooled_feedback_use(per_seed, c) for c in conditions}
+    if not all(pooled_by.values()):
+        return []
+    turns = len(next(iter(pooled_by.values())))
+    header = "condition    valid guesses" + "".join(
+        f"{f'turn {k}':>24}" for k in range(2, turns + 1)
+    )
+    lines = [header]
+    for condition, counts in pooled_by.items():
+        total = sum(counts, MoveCounts())
+        valid = wilson_interval(total.valid, total.moves)
+        cells = "".join(f"{_consistency_cell(turn):>24}" for turn in counts[1:])
+        lines.append(f"{condition:<13}{valid.percent:>12.1f}%{cells}")
+    return lines
+
+
+def outside_lines(per_seed: PerSeed, conditions: Sequence[str]) -> list[str]:
+    """Accuracy after turn k on the outside ranges per condition [95% Wilson], seeds pooled;
+    empty when the results predate outside ranges."""
+    rows = [r for results in per_seed.values() for r in results]
+    if not rows or not all(r.outside_dialogues for r in rows):
+        return []
+    turns = len(rows[0].outside_solved_by_turn)
+    lines = ["condition    " + "".join(f"{f'turn {k}':>22}" for k in range(1, turns + 1))]
+    for condition in conditions:
+        mine = [r for r in rows if r.condition == condition]
+        total = sum(r.outside_dialogues for r in mine)
+        curve = [
+            wilson_interval(sum(r.outside_solved_by_turn[k] for r in mine), total)
+            for k in range(turns)
+        ]
+        cells = "".join(
+            f"{f'{p.percent:.1f} [{p.low_percent:.1f}, {p.high_percent:.1f}]':>22}" for p in curve
+        )
+        lines.append(f"{condition:<13}{cells}")
+    return lines
+
+
+def reward_lines(per_seed: PerSeed) -> list[str]:
+    """Each trained condition's mean reward by logged step, per seed."""
+    return [
+        f"seed {seed} {r.condition}: "
+        + ", ".join(f"{step}: {reward:.2f}" for step, reward in r.reward_history)
+        for seed, results in sorted(per_seed.items())
+        for r in results
+        if r.reward_history
+    ]
+
+
+def _consistency_cell(counts: MoveCounts) -> str:
+    if not counts.later:
+        return "no moves"
+    share = wilson_interval(counts.consistent, counts.later)
+    chance = f"/{100 * counts.chance:.0f}" if counts.chance is not None else ""
+    return f"{share.percent:.1f} [{share.low_percent:.0f}, {share.high_percent:.0f}]{chance}"
+
+
+def report_lines(per_seed: PerSeed, conditions: Sequence[str]) -> list[str]:
+    """Every table of the report, with their titles: held-out accuracy and the gains, outside
+    ranges, feedback use, training rewards (the sections an older results file has)."""
+    turns = len(next(iter(per_seed.values()))[0].solved_by_turn)
+    curves = pooled(per_seed, conditions, turns)
+    lines = [
+        f"Accuracy after turn k on held-out tasks, seeds {sorted(per_seed)} pooled, "
+        "95% Wilson intervals:",
+        *table_lines(per_seed, curves),
+    ]
+    sections = (
+        ("Accuracy after turn k on ranges outside every training range (seeds pooled):",
+         outside_lines(per_seed, conditions)),
+        ("How the guesses used the feedback (held out, seeds pooled): valid guesses, then per "
+         "turn the share consistent with all feedback so far [95% Wilson] / what a random "
+         "valid guesser would score:", feedback_use_lines(per_seed, conditions)),
+        ("Mean training reward by step:", reward_lines(per_seed)),
+    )  # fmt: skip
+    for title, section in sections:
+        if section:
+            lines += ["", title, *section]
+    return lines
+
+
+def headline(per_seed: PerSeed, conditions: Sequence[str]) -> dict[str, float]:
+    """Online SML's gains over the base (points) at turn 1 and the last turn, and the share of
+    later guesses consistent with the feedback (%), base and online, where recorded."""
+    if "online" not in conditions:
+        return {}
+    turns = len(next(iter(per_seed.values()))[0].solved_by_turn)
+    online = gains(per_seed, "online", turns)
+    figures = {"gain_turn_1": online[0].points, f"gain_turn_{turns}": online[-1].points}
+    for condition in ("base", "online"):
+        later = later_moves(pooled_feedback_use(per_seed, condition))
+        if later.later:
+            figures[f"consistent_{condition}"] = 100 * later.consistent / later.later
+    return figures
+
+
+def save_latest(
+    directory: Path,
+    *,
+    report: Sequence[str],
+    headline: Mapping[str, float],
+    svg: str,
+    seeds: Sequence[int],
+) -> None:
+    """Keep the report as the latest result (``spec.miniature.LATEST_REPORT`` and
+    ``LATEST_FIGURE``), which the demo's home page shows."""
+    from datetime import UTC, datetime
+
+    from models_gpu.spec.miniature import LATEST_FIGURE, LATEST_REPORT
+
+    directory.mkdir(parents=True, exist_ok=True)
+    data = {
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "seeds": list(seeds),
+        "report": list(report),
+        "headline": {name: round(value, 1) for name, value in headline.items()},
+    }
+    (directory / LATEST_REPORT).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (directory / LATEST_FIGURE).write_text(svg, encoding="utf-8")
 
 
 # The figure's geometry, in SVG user units.

@@ -7,10 +7,21 @@ imports it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from models_gpu.spec.online import OnlineConfig
 from models_gpu.spec.training import TrainingConfig
+
+# Where ``sml_miniature`` keeps its latest report (under the data directory), which the demo's
+# home page shows: the tables and headline figures as JSON, and the figure as SVG.
+LATEST_REPORT = "latest.json"
+LATEST_FIGURE = "latest.svg"
+
+
+def latest_results_dir(data_dir: Path) -> Path:
+    return data_dir / "miniature"
+
 
 MINIATURE_ONLINE = OnlineConfig(
     group_size=8, tasks_per_step=4, horizon=4, gamma=0.7, temperature=1.0, max_new_tokens=12,
@@ -25,7 +36,8 @@ class MiniatureSettings:
     steps: int = 120
     heldout_tasks: int = 32
     heldout_samples: int = 8
-    eval_turns: int = 6
+    outside_tasks: int = 32
+    eval_turns: int = 8
     learning_rate: float = 1.5e-4
     sft_learning_rate: float = 1e-4
     online: OnlineConfig = field(default_factory=lambda: MINIATURE_ONLINE)

@@ -83,6 +83,9 @@ class MoveCounts:
             chance_counted=self.chance_counted + other.chance_counted,
         )  # fmt: skip
 
+    def __add__(self, other: MoveCounts) -> Self:
+        return self.plus(other)
+
     @property
     def chance(self) -> float | None:
         """The mean chance level of the later moves (None: none of them has one)."""

@@ -11,7 +11,11 @@ model that learned from feedback shows a gain that grows with k; a model that on
 better the first time cannot (arithmetic, the house model's home ground, mixes both).
 
 Held out: tasks whose range starts at a ``lower`` with ``lower % HELD_OUT_EVERY == 0`` are never
-trained on, so the evaluation is on ranges the policy never played.
+trained on, so the evaluation is on ranges the policy never played. Outside: ranges starting at
+``OUTSIDE_LOWERS``, whose numbers all lie above every training range's, evaluated the same way.
+Every evaluation plays ``eval_turns`` turns, beyond the training horizon, and records beside
+accuracy how the moves used the feedback (``verifiers.feedback_use``): the share of valid
+guesses, and of later guesses inside the interval "too high" / "too low" left.
 
 Conditions (each from the same base checkpoint, the same seed):
     base        the house model as it is.
@@ -38,16 +42,18 @@ from models_gpu.results import turn_row
 from models_gpu.spec.miniature import MiniatureSettings
 from models_gpu.spec.online import single_turn_baseline
 from models_gpu.spec.protocol import ProtocolSpec
-from models_gpu.spec.reports import SolvedByTurn
+from models_gpu.spec.reports import MoveCounts, SolvedByTurn
 from models_gpu.spec.run import RoleSpec
 from models_gpu.spec.templates import DEFAULT_TEMPLATES, render_for_dialogue
 from models_gpu.spec.training import TrainingConfig, TrainingDialogue
 from models_gpu.training.online import rollout_seed
 from models_gpu.types import DialogueJob, DialogueResult, Generator, TaskSpec
+from models_gpu.verifiers.feedback_use import move_counts
 
 RANGE_SIZE = 8
 LOWEST, HIGHEST_LOWER = 1, 20
 HELD_OUT_EVERY = 5
+OUTSIDE_LOWERS = range(30, 41)  # numbers 30..47: above every training range (at most 27)
 CONDITIONS = ("base", "online", "single_turn", "sft")
 REPORTED = MiniatureSettings()  # what ``sml_miniature`` runs by default
 
@@ -58,7 +64,8 @@ class ConditionResult:
     ``dialogues``, the wall time its training took (0 for the base), and the same counts per
     held-out task (``per_task``: each task's dialogues solved by turn k, over its
     ``samples_per_task`` samples, in the held-out tasks' order), which the report pairs across
-    conditions. Results written before per-task counts were kept have none."""
+    conditions; the feedback use of its moves per turn; the same on the outside ranges; and the
+    training's mean reward by step. Results written by an older Dialab lack the later fields."""
 
     condition: str
     solved_by_turn: tuple[int, ...]
@@ -66,6 +73,11 @@ class ConditionResult:
     train_seconds: float
     per_task: tuple[tuple[int, ...], ...] = ()
     samples_per_task: int = 0
+    feedback_use: tuple[MoveCounts, ...] = ()  # per turn k = 1..eval_turns, held out
+    outside_solved_by_turn: tuple[int, ...] = ()
+    outside_dialogues: int = 0
+    outside_feedback_use: tuple[MoveCounts, ...] = ()
+    reward_history: tuple[tuple[int, float], ...] = ()  # (step, mean reward) while training
 
 
 def task(lower: int, hidden: int, task_id: int) -> TaskSpec:
@@ -89,6 +101,13 @@ class _Fixed(random.Random):
 
     def randint(self, a: int, b: int) -> int:
         return self.hidden
+
+
+def outside_tasks(seed: int, count: int) -> list[TaskSpec]:
+    """``count`` tasks drawn by ``seed`` from the ranges starting at ``OUTSIDE_LOWERS``."""
+    every = [(low, hidden) for low in OUTSIDE_LOWERS for hidden in range(low, low + RANGE_SIZE)]
+    chosen = random.Random(f"miniature-outside:{seed}").sample(every, min(count, len(every)))
+    return [task(lower, hidden, 200_000 + i) for i, (lower, hidden) in enumerate(chosen)]
 
 
 def split_tasks(seed: int, heldout_count: int) -> tuple[list[TaskSpec], list[TaskSpec]]:
@@ -123,7 +142,10 @@ def run_seed(
     train_tasks, heldout_tasks = split_tasks(seed, settings.heldout_tasks)
     teacher = _teacher()
     protocol = ProtocolSpec(mode="didactic", max_turns=settings.eval_turns)
-    heldout_jobs = _jobs(heldout_tasks, settings.heldout_samples, f"{seed}:held-out")
+    samples = settings.heldout_samples
+    heldout_jobs = dialogue_jobs(heldout_tasks, samples, f"{seed}:held-out")
+    outside = outside_tasks(seed, settings.outside_tasks)
+    outside_jobs = dialogue_jobs(outside, samples, f"{seed}:outside")
     training = settings.training(seed)
     online = settings.online
     # The task draws the online run made (its epochs over the training tasks): the SFT baseline
@@ -133,6 +155,7 @@ def run_seed(
     results = []
     for condition in conditions:
         started = time.perf_counter()
+        rewards: tuple[tuple[int, float], ...] = ()
         if condition == "base":
             model_dir = house_model
         elif condition in ("online", "single_turn"):
@@ -148,32 +171,44 @@ def run_seed(
             )
             assert outcome.final_dir is not None
             model_dir = Path(outcome.final_dir)
+            rewards = tuple((step, round(reward, 4)) for step, reward in outcome.reward_history)
         else:
             model_dir = _sft(house_model, work_dir, seed, used_tasks, settings, training, teacher)
         trained_seconds = time.perf_counter() - started if condition != "base" else 0.0
         params = {**dict(settings.eval_params), "device": "cpu"}
         student = load_generator(RoleSpec("transformers", str(model_dir), params))
-        played = play(student, heldout_jobs, protocol, teacher)
-        samples = settings.heldout_samples
+        heldout = play(student, heldout_jobs, protocol, teacher)
+        outside_played = play(student, outside_jobs, protocol, teacher)
         per_task = tuple(
-            solved_by_turn(played[start : start + samples], settings.eval_turns)
-            for start in range(0, len(played), samples)
+            solved_by_turn(heldout[start : start + samples], settings.eval_turns)
+            for start in range(0, len(heldout), samples)
         )
         result = ConditionResult(
             condition,
-            solved_by_turn(played, settings.eval_turns),
-            len(played),
+            solved_by_turn(heldout, settings.eval_turns),
+            len(heldout),
             round(trained_seconds, 1),
             per_task,
             samples,
+            feedback_use=feedback_use_by_turn(heldout, settings.eval_turns),
+            outside_solved_by_turn=solved_by_turn(outside_played, settings.eval_turns),
+            outside_dialogues=len(outside_played),
+            outside_feedback_use=feedback_use_by_turn(outside_played, settings.eval_turns),
+            reward_history=rewards,
         )
         report(
             f"seed {seed} {condition}: trained in {result.train_seconds:.0f} s; solved by turn "
             + ", ".join(str(s) for s in result.solved_by_turn)
-            + f" of {len(played)}"
+            + f" of {len(heldout)}"
         )
         results.append(result)
     return results
+
+
+def feedback_use_by_turn(results: Sequence[DialogueResult], turns: int) -> tuple[MoveCounts, ...]:
+    """The feedback use of ``results``' moves at each turn k = 1..``turns``."""
+    _, by_turn = move_counts(turn for result in results for turn in result.turns)
+    return tuple(by_turn.get(k, MoveCounts()) for k in range(1, turns + 1))
 
 
 def solved_by_turn(results: Sequence[DialogueResult], turns: int) -> tuple[int, ...]:
@@ -181,7 +216,7 @@ def solved_by_turn(results: Sequence[DialogueResult], turns: int) -> tuple[int, 
     return SolvedByTurn.of((r.first_correct_turn for r in results), turns).solved
 
 
-def _jobs(tasks: Sequence[TaskSpec], samples: int, stream: str) -> list[DialogueJob]:
+def dialogue_jobs(tasks: Sequence[TaskSpec], samples: int, stream: str) -> list[DialogueJob]:
     """``samples`` dialogues of each task, each with a seed of its own from ``stream``."""
     return [
         DialogueJob(task=t, sample_index=position, seed=rollout_seed(0, stream, position))
@@ -215,7 +250,7 @@ def _sft(
     }
     student = load_generator(RoleSpec("transformers", str(house_model), params))
     protocol = ProtocolSpec(mode="didactic", max_turns=online.horizon)
-    jobs = _jobs(tasks, online.group_size, f"{seed}:sft")
+    jobs = dialogue_jobs(tasks, online.group_size, f"{seed}:sft")
     solved = [r for r in play(student, jobs, protocol, teacher) if r.solved]
     system = render_for_dialogue(
         DEFAULT_TEMPLATES, "student_system", max_turns=online.horizon, shards_total=0

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +74,78 @@ def test_results_round_trip_and_the_figure_is_an_svg_with_a_line_per_condition(
     assert len(svg.findall(f"{namespace}circle")) == 6, "a point per condition and turn"
     texts = [element.text for element in svg.iter(f"{namespace}text")]
     assert "a <title> & more" in texts and "online SML" in texts and "90%" in texts
+
+
+def test_feedback_use_outside_ranges_and_rewards_are_reported_and_read_back(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import replace
+
+    from models_gpu.spec.reports import MoveCounts
+
+    def with_moves(r: ConditionResult, consistent: int) -> ConditionResult:
+        return replace(
+            r,
+            feedback_use=(MoveCounts(10, 9), MoveCounts(8, 8, 8, consistent, 4.0, 8)),
+            outside_solved_by_turn=(1, 3, 5),
+            outside_dialogues=10,
+            outside_feedback_use=(MoveCounts(10, 5),),
+            reward_history=((10, 0.25), (20, 0.5)),
+        )
+
+    per_seed = {
+        seed: [with_moves(r, 4 if r.condition == "base" else 7) for r in results]
+        for seed, results in PER_SEED.items()
+    }
+    path = tmp_path / "results.json"
+    miniature_report.write_results(path, per_seed, {"steps": 20})
+    assert miniature_report.read_results([path]) == per_seed
+    online = miniature_report.pooled_feedback_use(per_seed, "online")
+    assert online[1] == MoveCounts(16, 16, 16, 14, 8.0, 16)
+    later = miniature_report.later_moves(online)
+    assert (later.consistent, later.later, later.chance) == (14, 16, 0.5)
+    lines = miniature_report.feedback_use_lines(per_seed, ["base", "online"])
+    assert lines[1].startswith("base") and "94.4%" in lines[1] and "50.0 [" in lines[1]
+    assert "87.5 [" in lines[2] and lines[2].endswith("/50")
+    outside = miniature_report.outside_lines(per_seed, ["base", "online"])
+    assert outside[1].startswith("base") and "50.0 [" in outside[1]
+    assert miniature_report.reward_lines(per_seed)[0] == "seed 0 base: 10: 0.25, 20: 0.50"
+    # Results written before feedback use was recorded report without it.
+    assert miniature_report.feedback_use_lines(PER_SEED, ["base", "online"]) == []
+    assert miniature_report.outside_lines(PER_SEED, ["base", "online"]) == []
+
+
+def test_the_command_reports_earlier_results_and_ends_with_the_headline_figures(
+    tmp_path: Path, settings: Any
+) -> None:
+    """It also keeps them as the latest result, which the demo's home page shows."""
+    from dataclasses import replace
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from models_gpu.spec.reports import MoveCounts
+
+    moves = (MoveCounts(10, 9), MoveCounts(8, 8, 8, 6, 4.0, 8), MoveCounts(6, 6, 6, 3, 2.0, 6))
+    recorded = {"feedback_use": moves, "outside_dialogues": 10, "outside_solved_by_turn": (1, 2, 3)}
+    per_seed = {
+        seed: [replace(r, **recorded) for r in results] for seed, results in PER_SEED.items()
+    }
+    path = tmp_path / "results.json"
+    miniature_report.write_results(path, per_seed, {"steps": 20})
+    settings.DATA_DIR = tmp_path / "data"
+    out = StringIO()
+    call_command("sml_miniature", "--report-from", str(path), stdout=out)
+    lines = out.getvalue().splitlines()
+    assert any("outside every training range" in line for line in lines)
+    assert any("consistent with all feedback so far" in line for line in lines)
+    assert lines[-4:] == [
+        "gain_turn_1: 10.0",
+        "gain_turn_3: 50.0",
+        "consistent_base: 64.3",
+        "consistent_online: 64.3",
+    ]
+    latest = json.loads((tmp_path / "data" / "miniature" / "latest.json").read_text())
+    assert latest["seeds"] == [0, 1] and latest["headline"]["gain_turn_3"] == 50.0
+    assert latest["report"][0].startswith("Accuracy after turn k on held-out tasks")
+    assert (tmp_path / "data" / "miniature" / "latest.svg").read_text().startswith("<svg")

@@ -5,10 +5,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-
-from workers.management.commands.build_house_model import house_model_dir
 
 
 class Command(BaseCommand):
@@ -16,15 +13,24 @@ class Command(BaseCommand):
         "The miniature reproduction of online SML: trains the house model by multi-turn GRPO on "
         "guess-the-number tasks and compares it, on held-out tasks, with the base model, "
         "single-turn RL and SFT on the same generation budget, per seed "
-        "(models_gpu/training/miniature.py says why this family). Builds the house model first "
-        "if it is not there. Prints accuracy after each turn with 95%% intervals, pooled over "
-        "the seeds, then the gains at turn 1 and at the last turn as name: value lines."
+        "(models_gpu/training/miniature.py says why this family). Each seed builds its own house "
+        "model (so a result holds across builds), unless --house names one checkpoint for every "
+        "seed. Prints accuracy after each turn with 95%% intervals, pooled over the seeds, on "
+        "held-out and on outside ranges, how the guesses used the feedback, the training "
+        "rewards, then name: value lines: the gains at turn 1 and at the last turn, and the "
+        "share of later guesses consistent with the feedback, base and online."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
         parser.add_argument("--steps", type=int, default=None, help="GRPO steps per condition.")
         parser.add_argument("--work-dir", default=None, help="Where checkpoints go (a temp dir).")
+        parser.add_argument(
+            "--house",
+            default=None,
+            help="One base checkpoint for every seed (default: each seed builds its own house "
+            "model in the work dir, about 5 minutes each).",
+        )
         parser.add_argument(
             "--conditions",
             nargs="+",
@@ -67,6 +73,7 @@ class Command(BaseCommand):
         report_from: list[str] | None,
         figure: str | None,
         threads: int | None,
+        house: str | None,
         **_: Any,
     ) -> None:
         from dataclasses import replace
@@ -85,7 +92,7 @@ class Command(BaseCommand):
         if report_from:
             reported = miniature_report.read_results([Path(path) for path in report_from])
             found = [r.condition for r in next(iter(reported.values()))]
-            self._report(reported, found, settings.eval_turns, figure)
+            self._report(reported, found, figure)
             return
 
         if threads is not None and threads < 1:
@@ -96,23 +103,33 @@ class Command(BaseCommand):
             raise CommandError(f"unknown condition(s) {', '.join(unknown)}")
         if "base" not in chosen:
             chosen = ["base", *chosen]  # every gain is measured against it
-        house = house_model_dir()
-        if not (house / "config.json").is_file():
-            self.stdout.write("The house model is not built yet: building it first.")
-            call_command("build_house_model")
+        if house is not None and not (Path(house) / "config.json").is_file():
+            raise CommandError(f"--house {house}: no checkpoint there (no config.json)")
         # This command is the machine's only work: train on every core unless told otherwise.
         os.environ[TRAINING_THREADS_ENV] = str(threads or usable_cores())
         root = Path(work_dir or tempfile.mkdtemp(prefix="sml-miniature-"))
         self.stdout.write(f"Checkpoints in {root}")
-        per_seed = {
-            seed: miniature.run_seed(
-                house, root, seed, settings, report=self.stdout.write, conditions=chosen
+        per_seed = {}
+        for seed in seeds:
+            base = Path(house) if house else self._house_for_seed(root, seed)
+            per_seed[seed] = miniature.run_seed(
+                base, root, seed, settings, report=self.stdout.write, conditions=chosen
             )
-            for seed in seeds
-        }
         if results:
-            miniature_report.write_results(Path(results), per_seed, {"steps": settings.steps})
-        self._report(per_seed, chosen, settings.eval_turns, figure)
+            miniature_report.write_results(
+                Path(results), per_seed, {"steps": settings.steps, "house": house or "per seed"}
+            )
+        self._report(per_seed, chosen, figure)
+
+    def _house_for_seed(self, root: Path, seed: int) -> Path:
+        """The house model built with ``seed`` in ``root`` (kept: a rerun reuses it)."""
+        from models_gpu.house import build_house_model
+
+        out = root / f"house-seed{seed}"
+        if not (out / "config.json").is_file():
+            self.stdout.write(f"seed {seed}: building its house model in {out}")
+            build_house_model(out, seed=seed)
+        return out
 
     def _demo_task_sets(self, split: tuple[list[Any], list[Any]]) -> None:
         from webapp.demo.services import demo_miniature_task_sets_create
@@ -133,24 +150,32 @@ class Command(BaseCommand):
             self.stdout.write("The miniature's task sets are there already (or no demo project).")
 
     def _report(
-        self, per_seed: dict[int, list[Any]], conditions: list[str], turns: int, figure: str | None
+        self, per_seed: dict[int, list[Any]], conditions: list[str], figure: str | None
     ) -> None:
-        from models_gpu.spec.miniature import MINIATURE_ONLINE
+        """Print the tables, draw the figure, end with the headline figures (one ``name:
+        value`` a line), and keep all of it as the latest result the home page shows."""
+        from django.conf import settings as django_settings
+
+        from models_gpu.spec.miniature import MINIATURE_ONLINE, latest_results_dir
         from workers import miniature_report
 
-        curves = miniature_report.pooled(per_seed, conditions, turns)
-        self.stdout.write(
-            f"\nAccuracy after turn k on held-out tasks, seeds {sorted(per_seed)} pooled, "
-            "95% Wilson intervals:"
-        )
-        for line in miniature_report.table_lines(per_seed, curves):
+        for line in miniature_report.report_lines(per_seed, conditions):
             self.stdout.write(line)
+        curves = miniature_report.pooled(per_seed, conditions, _turns(per_seed))
+        title = f"Held-out accuracy after turn k, seeds {sorted(per_seed)} pooled (95% CI)"
+        svg = miniature_report.figure_svg(curves, title, horizon=MINIATURE_ONLINE.horizon)
         if figure:
-            title = f"Held-out accuracy after turn k, seeds {sorted(per_seed)} pooled (95% CI)"
-            svg = miniature_report.figure_svg(curves, title, horizon=MINIATURE_ONLINE.horizon)
             Path(figure).write_text(svg, encoding="utf-8")
             self.stdout.write(f"Figure: {figure}")
-        if "online" in curves:
-            online = miniature_report.gains(per_seed, "online", turns)
-            self.stdout.write(f"gain_turn_1: {online[0].points:.1f}")
-            self.stdout.write(f"gain_turn_{turns}: {online[-1].points:.1f}")
+        headline = miniature_report.headline(per_seed, conditions)
+        latest = latest_results_dir(Path(django_settings.DATA_DIR))
+        miniature_report.save_latest(
+            latest, report=miniature_report.report_lines(per_seed, conditions),
+            headline=headline, svg=svg, seeds=sorted(per_seed),
+        )  # fmt: skip
+        for name, value in headline.items():
+            self.stdout.write(f"{name}: {value:.1f}")
+
+
+def _turns(per_seed: dict[int, list[Any]]) -> int:
+    return len(next(iter(per_seed.values()))[0].solved_by_turn)
