@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("demo/miniature/", views.demo_miniature, name="demo_miniature"),
+    path("demo/miniature/figure.svg", views.demo_miniature_figure, name="demo_miniature_figure"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("task-sets/", include("webapp.tasks.urls")),

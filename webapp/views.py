@@ -12,13 +12,20 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from webapp.core.permissions import researcher_required
-from webapp.demo.services import demo_miniature_launch, demo_miniature_ready, demo_miniature_run
+from webapp.demo.services import (
+    demo_miniature_launch,
+    demo_miniature_ready,
+    demo_miniature_relaunchable,
+    demo_miniature_run,
+    miniature_latest_figure,
+    miniature_latest_result,
+)
 from webapp.runs.selectors import run_list
 from webapp.tasks.selectors import task_set_list
 
@@ -123,6 +130,7 @@ def home(request: HttpRequest) -> HttpResponse:
     if request.htmx and request.htmx.target == HOUSE_BUILD_TARGET:
         return _house_build_fragment(request)
     build = house_build()
+    miniature_run = demo_miniature_run()
     context = {
         "recent_runs": run_list()[:5],
         "task_sets": task_set_list()[:5],
@@ -130,7 +138,9 @@ def home(request: HttpRequest) -> HttpResponse:
         # or when it failed or stopped, which needs the researcher's hand.
         "house_build": build if build is not None and build.state != "done" else None,
         "miniature_ready": demo_miniature_ready(),
-        "miniature_run": demo_miniature_run(),
+        "miniature_run": miniature_run,
+        "miniature_relaunch": demo_miniature_relaunchable(miniature_run),
+        "miniature_result": miniature_latest_result(),
     }
     return render(request, "core/home.html", context)
 
@@ -138,9 +148,21 @@ def home(request: HttpRequest) -> HttpResponse:
 @researcher_required
 @require_POST
 def demo_miniature(request: HttpRequest) -> HttpResponse:
-    """The home page's miniature button: launch the miniature's online run (once) and open it."""
+    """The home page's miniature button: launch the miniature's online run (once, or again
+    after it failed or was cancelled) and open it."""
     run = demo_miniature_launch(user=request.user)  # type: ignore[arg-type]
     return redirect("training_run_detail", pk=run.pk)
+
+
+@researcher_required
+def demo_miniature_figure(request: HttpRequest) -> HttpResponse:
+    """The figure of the latest ``sml_miniature`` report (drawn by Dialab, no script in it)."""
+    figure = miniature_latest_figure()
+    if figure is None:
+        raise Http404("No miniature report yet.")
+    response = FileResponse(figure.open("rb"), content_type="image/svg+xml")
+    response["Content-Security-Policy"] = "default-src 'none'"  # opened on its own: no script
+    return response
 
 
 @login_not_required

@@ -9,14 +9,22 @@ the home page's button trains the house model on (``demo_miniature_launch``).
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
-from models_gpu.spec.miniature import MiniatureSettings
+from models_gpu.spec.miniature import (
+    LATEST_FIGURE,
+    LATEST_REPORT,
+    MiniatureSettings,
+    latest_results_dir,
+)
 from models_gpu.spec.online import single_turn_baseline
 from webapp.accounts.models import User
 from webapp.accounts.services import user_create
@@ -310,8 +318,45 @@ def demo_miniature_task_sets_create(
 
 
 def demo_miniature_run() -> Run | None:
-    """The miniature's online run launched from the demo, if there is one."""
-    return Run.objects.filter(kind=Run.Kind.TRAIN, name=MINIATURE_RUN).order_by("pk").first()
+    """The miniature's online run launched last from the demo, if there is one."""
+    return Run.objects.filter(kind=Run.Kind.TRAIN, name=MINIATURE_RUN).order_by("-pk").first()
+
+
+def demo_miniature_relaunchable(run: Run | None) -> bool:
+    """Whether the button launches the miniature again: its last run failed or was cancelled."""
+    return run is not None and run.status in (Run.Status.FAILED, Run.Status.CANCELLED)
+
+
+@dataclass(frozen=True)
+class MiniatureResult:
+    """The latest ``manage.py sml_miniature`` report: when it finished, its seeds, its tables
+    (as printed) and its headline figures."""
+
+    finished: str
+    seeds: list[int]
+    report: list[str]
+    headline: dict[str, float]
+
+
+def miniature_latest_result() -> MiniatureResult | None:
+    """The report ``sml_miniature`` kept last (None: none yet, or unreadable)."""
+    path = latest_results_dir(Path(settings.DATA_DIR)) / LATEST_REPORT
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return MiniatureResult(
+            finished=str(data["finished"]),
+            seeds=[int(seed) for seed in data["seeds"]],
+            report=[str(line) for line in data["report"]],
+            headline={str(name): float(value) for name, value in data["headline"].items()},
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def miniature_latest_figure() -> Path | None:
+    """The figure of that report (None: there is none)."""
+    path = latest_results_dir(Path(settings.DATA_DIR)) / LATEST_FIGURE
+    return path if path.is_file() else None
 
 
 def demo_miniature_ready() -> bool:
@@ -325,28 +370,29 @@ def demo_miniature_ready() -> bool:
 def demo_miniature_launch(*, user: User) -> Run:
     """Online SML of the house model on the miniature's tasks with its recipe (seed 0), and its
     single-turn RL sibling on the same generation budget; each evaluated on the held-out set
-    when it ends. Launched once: again, the run already launched."""
+    when it ends. Launched once: again, the run already launched, unless it failed or was
+    cancelled (then both are launched anew)."""
     launched = demo_miniature_run()
-    if launched is not None:
+    if launched is not None and not demo_miniature_relaunchable(launched):
         return launched
-    settings = MiniatureSettings()
+    recipe = MiniatureSettings()
     house = ModelSpec.objects.get(name=HOUSE_MODEL)
     # The house model as the miniature samples it: evaluated at temperature 0.7, not greedily.
     student, _ = model_spec_register(
         name=MINIATURE_STUDENT, backend=house.backend, location=house.location,
-        generation_params={**house.generation_params, **dict(settings.eval_params)},
+        generation_params={**house.generation_params, **dict(recipe.eval_params)},
         description="The house model, sampled as the miniature reproduction evaluates it.",
         replace=True,
     )  # fmt: skip
     teacher = ModelSpec.objects.get(name="scripted feedback teacher")
-    online = settings.online
+    online = recipe.online
     training_protocol, _ = Protocol.objects.get_or_create(
         name=f"Didactic, {online.horizon} turns",
         defaults={"mode": Protocol.Mode.DIDACTIC, "max_turns": online.horizon},
     )
     eval_protocol, _ = Protocol.objects.get_or_create(
-        name=f"Didactic, {settings.eval_turns} turns",
-        defaults={"mode": Protocol.Mode.DIDACTIC, "max_turns": settings.eval_turns},
+        name=f"Didactic, {recipe.eval_turns} turns",
+        defaults={"mode": Protocol.Mode.DIDACTIC, "max_turns": recipe.eval_turns},
     )
     config = online_training_run_config(
         base=student,
@@ -354,12 +400,12 @@ def demo_miniature_launch(*, user: User) -> Run:
             task_set=TaskSet.objects.get(name=MINIATURE_TASK_SET), protocol=training_protocol,
             student=student, teacher=teacher,
         ),
-        training=settings.training(seed=0, device="auto"),
+        training=recipe.training(seed=0, device="auto"),
         online=online,
         evaluation=evaluation_config(
             task_set=TaskSet.objects.get(name=MINIATURE_HELDOUT_TASK_SET),
             protocol=eval_protocol, student=student, teacher=teacher,
-            samples_per_task=settings.heldout_samples,
+            samples_per_task=recipe.heldout_samples,
         ),
     )  # fmt: skip
     run = training_run_create(name=MINIATURE_RUN, config=config, created_by=user)

@@ -4,6 +4,7 @@ single-turn sibling), once."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ def test_the_button_launches_the_miniature_once(
     assert config.rollouts.protocol.max_turns == MINIATURE_ONLINE.horizon
     evaluation = config.evaluation
     assert evaluation and evaluation.task_set.name == MINIATURE_HELDOUT_TASK_SET
-    assert (evaluation.protocol.max_turns, evaluation.samples_per_task) == (6, 8)
+    assert (evaluation.protocol.max_turns, evaluation.samples_per_task) == (8, 8)
     assert evaluation.student.name == MINIATURE_STUDENT
     assert evaluation.student.params["temperature"] == 0.7, "sampled, as the miniature evaluates"
     sibling_config = TrainingRunConfig.from_json(sibling.config)
@@ -84,3 +85,46 @@ def test_the_button_launches_the_miniature_once(
     assert again.url == launched.url and Run.objects.filter(kind=Run.Kind.TRAIN).count() == 2
     home = client.get(reverse("home")).content.decode()
     assert "miniature-launch" not in home and f'href="{launched.url}"' in home
+
+
+def test_a_failed_miniature_can_be_launched_again(
+    demo: None, client: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    client.force_login(User.objects.get(username=DEMO_USERNAME))
+    call_command("sml_miniature", "--demo-task-sets")
+    with django_capture_on_commit_callbacks(execute=False):
+        first = client.post(reverse("demo_miniature"))
+    Run.objects.filter(kind=Run.Kind.TRAIN).update(status=Run.Status.FAILED)
+    home = client.get(reverse("home")).content.decode()
+    assert "Train it again" in home
+    with django_capture_on_commit_callbacks(execute=False) as dispatched:
+        second = client.post(reverse("demo_miniature"))
+    assert second.url != first.url and len(dispatched) == 2, "both runs anew"
+    assert Run.objects.filter(kind=Run.Kind.TRAIN).count() == 4
+    home = client.get(reverse("home")).content.decode()
+    assert f'href="{second.url}"' in home and "miniature-launch" not in home
+
+
+def test_the_home_page_shows_the_last_measured_result(
+    demo: None, client: Any, settings: Any, tmp_path: Path
+) -> None:
+    client.force_login(User.objects.get(username=DEMO_USERNAME))
+    call_command("sml_miniature", "--demo-task-sets")
+    settings.DATA_DIR = tmp_path / "data"
+    home = client.get(reverse("home")).content.decode()
+    assert "Not measured on this instance yet" in home
+    assert client.get(reverse("demo_miniature_figure")).status_code == 404
+    latest = tmp_path / "data" / "miniature"
+    latest.mkdir(parents=True)
+    (latest / "latest.json").write_text(json.dumps({
+        "finished": "2026-11-27T06:00:00+00:00", "seeds": [0, 1],
+        "report": ["Accuracy after turn k <on> held-out tasks"],
+        "headline": {"gain_turn_1": 1.5, "gain_turn_8": 20.3},
+    }))  # fmt: skip
+    (latest / "latest.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'></svg>")
+    home = client.get(reverse("home")).content.decode()
+    assert "gain_turn_8" in home and "20.3" in home and "seeds 0, 1" in home
+    assert "Accuracy after turn k &lt;on&gt; held-out tasks" in home, "escaped"
+    figure = client.get(reverse("demo_miniature_figure"))
+    assert figure["Content-Type"] == "image/svg+xml"
+    assert figure["Content-Security-Policy"] == "default-src 'none'"
