@@ -7,7 +7,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from models_gpu.house.corpus import tokenizer_texts
+from models_gpu.house.corpus import CorpusMix, tokenizer_texts
 from models_gpu.house.model import HouseConfig, init_model, save_checkpoint
 from models_gpu.house.tokenizer import train_tokenizer
 from models_gpu.house.train import Progress, TrainConfig, train
@@ -17,6 +17,14 @@ HOUSE_MODEL = HouseConfig(
     hidden_size=128, num_layers=2, num_heads=2, intermediate_size=512, vocab_size=1024
 )
 HOUSE_TRAINING = TrainConfig()
+# The miniature's base (``sml_miniature`` builds one per seed): the same architecture, pre-trained
+# on guess-the-number games alone, played by a random valid guesser, from the first step at the
+# peak learning rate. Measured (docs/miniature-log.md): with arithmetic in the same 0.6 M weights
+# and a build of about 5 minutes, a model made 55-74% valid guesses; alone, 94%.
+GAME_TRAINING = TrainConfig(
+    steps=1500, batch_size=16, warmup_steps=20, first_share=0.0, replay=0.0,
+    mix=CorpusMix(guess_number=1.0),
+)  # fmt: skip
 TOKENIZER_EXAMPLES = 3000
 LOSS_WINDOW = 50  # steps averaged for the first/last loss reported (a quarter of short runs)
 
@@ -24,7 +32,7 @@ LOSS_WINDOW = 50  # steps averaged for the first/last loss reported (a quarter o
 def build_house_model(
     out_dir: str | Path,
     *,
-    steps: int = HOUSE_TRAINING.steps,
+    steps: int | None = None,
     seed: int = 0,
     progress: Progress | None = None,
     model_config: HouseConfig = HOUSE_MODEL,
@@ -33,12 +41,14 @@ def build_house_model(
 ) -> Path:
     """Build, pre-train, evaluate and save the house model in ``out_dir``; returns the directory.
 
-    ``progress(step, steps, loss)`` is called after each training step. ``evaluate_tasks`` held-out
+    ``steps`` overrides ``train_config.steps``. ``progress(step, steps, loss)`` is called after
+    each training step. ``evaluate_tasks`` held-out
     tasks per kind are measured after training (0: skip). ``dialab_house.json`` records the sizes,
     the training settings, the losses, the accuracy and the build time.
     """
     from models_gpu.house.evaluate import evaluate
 
+    steps = train_config.steps if steps is None else steps
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     started = time.perf_counter()
@@ -52,8 +62,8 @@ def build_house_model(
     train_seconds = time.perf_counter() - started
     window = max(1, min(LOSS_WINDOW, len(losses) // 4))
     metadata: dict[str, Any] = {
-        "what": "Dialab's house model: a small Llama pre-trained here on procedural arithmetic "
-        "dialogues (models_gpu/house).",
+        "what": "Dialab's house model: a small Llama pre-trained here on procedural dialogues "
+        "(models_gpu/house; what they were: 'training').",
         "trained": True,
         "config": asdict(model_config),
         "training": asdict(train_config),

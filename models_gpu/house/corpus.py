@@ -16,9 +16,9 @@ And a third shape, the game the training demos play (guess the number, as
 ``generators.families.guess_number`` words it): a player who knows the game's *format* but no
 *strategy*. Every guess is a whole number drawn uniformly from the stated range, whatever the
 feedback said, and the scripted teacher's real feedback follows each wrong one; the dialogue ends
-at the right guess or after ``GUESS_TURNS`` guesses. Every guess is trained: the model learns to
-make valid moves and that feedback changes nothing, so what online training adds (reading "too
-high") can be told from what it started with (``verifiers.feedback_use``).
+at the right guess or after ``CorpusMix.guess_turns`` guesses. Every guess is trained: the model
+learns to make valid moves and that feedback changes nothing, so what online training adds
+(reading "too high") can be told from what it started with (``verifiers.feedback_use``).
 
 Held out: a task whose prompt hashes into ``HELD_OUT_BUCKET`` (one in ``HELD_OUT_MODULUS``) never
 appears in the corpus, so the accuracy measured on such tasks is on problems the model never saw.
@@ -55,7 +55,7 @@ NO_ANSWER_REPLIES = ("I don't know.", "Let me think about it.")
 # one of GUESS_LOWERS (the miniature's training, held-out and outside ranges all lie inside).
 GUESS_RANGE_SIZE = 8
 GUESS_LOWERS = range(1, 41)
-GUESS_TURNS = 6
+GUESS_TURNS = 8
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,8 @@ class CorpusMix:
         ``second_mistake`` of those have two; ``no_answer`` of first attempts give no number;
         ``nudge`` of feedback turns are self-correction's fixed nudge instead of the teacher's.
     guess_number: share of examples that are guess-the-number games played by a random valid
-        guesser (ranges of ``GUESS_RANGE_SIZE`` numbers starting at ``GUESS_LOWERS``).
+        guesser (ranges of ``GUESS_RANGE_SIZE`` numbers starting at ``GUESS_LOWERS``), of at
+        most ``guess_turns`` guesses.
     """
 
     tasks: tuple[tuple[int, str, float], ...] = (
@@ -90,6 +91,7 @@ class CorpusMix:
     no_answer: float = 0.05
     nudge: float = 0.1
     guess_number: float = 0.0
+    guess_turns: int = GUESS_TURNS
 
 
 @dataclass(frozen=True)
@@ -141,12 +143,12 @@ def examples(seed: int | str, mix: CorpusMix = CorpusMix()) -> Iterator[Example]
     rng = random.Random(f"house-corpus:{seed}")
     while True:
         if mix.guess_number and rng.random() < mix.guess_number:
-            yield random_guessing_game(rng)
+            yield random_guessing_game(rng, mix.guess_turns)
         else:
             yield make_example(training_task(rng, mix), rng, mix)
 
 
-def random_guessing_game(rng: random.Random) -> Example:
+def random_guessing_game(rng: random.Random, max_guesses: int = GUESS_TURNS) -> Example:
     """A guess-the-number game played by a guesser with no strategy (see the module docstring)."""
     low = rng.choice(GUESS_LOWERS)
     high = low + GUESS_RANGE_SIZE - 1
@@ -160,7 +162,7 @@ def random_guessing_game(rng: random.Random) -> Example:
     )
     # Always as the engine plays it, under its default student system prompt.
     turns = [ChatTurn("system", STUDENT_SYSTEM), ChatTurn("user", spec.prompt)]
-    for _ in range(GUESS_TURNS):
+    for _ in range(max_guesses):
         attempt = answer_text(rng.randint(low, high))
         turns.append(ChatTurn("assistant", attempt, trained=True))
         if verify_numeric(spec, attempt).correct:

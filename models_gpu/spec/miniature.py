@@ -24,7 +24,7 @@ def latest_results_dir(data_dir: Path) -> Path:
 
 
 MINIATURE_ONLINE = OnlineConfig(
-    group_size=8, tasks_per_step=4, horizon=4, gamma=0.7, temperature=1.0, max_new_tokens=12,
+    group_size=8, tasks_per_step=8, horizon=4, gamma=0.7, temperature=1.0, max_new_tokens=12,
     store_share=0.0, eval_every=0,
 )  # fmt: skip
 
@@ -38,7 +38,7 @@ class MiniatureSettings:
     heldout_samples: int = 8
     outside_tasks: int = 32
     eval_turns: int = 8
-    learning_rate: float = 1.5e-4
+    learning_rate: float = 3e-4
     sft_learning_rate: float = 1e-4
     online: OnlineConfig = field(default_factory=lambda: MINIATURE_ONLINE)
     eval_params: tuple[tuple[str, Any], ...] = (("temperature", 0.7), ("max_new_tokens", 12))

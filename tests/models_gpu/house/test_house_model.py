@@ -224,6 +224,15 @@ def test_a_short_build_learns_and_saves_a_checkpoint_that_loads(tmp_path: Path) 
     assert reply[0].completion_tokens < 64  # stopped at the end token, not at the cap
 
 
+def test_a_build_takes_its_steps_from_its_training_settings(tmp_path: Path) -> None:
+    """The miniature's games-only base (GAME_TRAINING) sets its own number of steps."""
+    games = replace(TINY_TRAINING, steps=3, first_share=0.0, mix=CorpusMix(guess_number=1.0))
+    out = build_house_model(
+        tmp_path / "games", model_config=TINY, train_config=games, evaluate_tasks=0
+    )
+    assert json.loads((out / METADATA_FILE).read_text())["training"]["steps"] == 3
+
+
 def test_builds_are_deterministic_for_a_seed(tmp_path: Path) -> None:
     from safetensors.torch import load_file
 

@@ -14,9 +14,10 @@ class Command(BaseCommand):
         "guess-the-number tasks and compares it, on held-out tasks, with the base model, "
         "single-turn RL and SFT on the same generation budget, per seed "
         "(models_gpu/training/miniature.py says why this family). Each seed builds its own house "
-        "model (so a result holds across builds), unless --house names one checkpoint for every "
-        "seed. Prints accuracy after each turn with 95%% intervals, pooled over the seeds, on "
-        "held-out and on outside ranges, how the guesses used the feedback, the training "
+        "model, pre-trained on guessing games played without a strategy (so a result holds "
+        "across builds), unless --house names one checkpoint for every seed. Prints accuracy "
+        "after each turn with 95%% intervals, pooled over the seeds, on held-out and on outside "
+        "ranges, how the guesses used the feedback, the training "
         "rewards, then name: value lines: the gains at turn 1 and at the last turn, and the "
         "share of later guesses consistent with the feedback, base and online."
     )
@@ -29,7 +30,7 @@ class Command(BaseCommand):
             "--house",
             default=None,
             help="One base checkpoint for every seed (default: each seed builds its own house "
-            "model in the work dir, about 5 minutes each).",
+            "model in the work dir, pre-trained on guessing games, about 3 minutes each).",
         )
         parser.add_argument(
             "--conditions",
@@ -122,13 +123,15 @@ class Command(BaseCommand):
         self._report(per_seed, chosen, figure)
 
     def _house_for_seed(self, root: Path, seed: int) -> Path:
-        """The house model built with ``seed`` in ``root`` (kept: a rerun reuses it)."""
+        """The miniature's base built with ``seed`` in ``root`` (kept: a rerun reuses it): the
+        house model pre-trained on guessing games (``house.build.GAME_TRAINING``)."""
         from models_gpu.house import build_house_model
+        from models_gpu.house.build import GAME_TRAINING
 
         out = root / f"house-seed{seed}"
         if not (out / "config.json").is_file():
             self.stdout.write(f"seed {seed}: building its house model in {out}")
-            build_house_model(out, seed=seed)
+            build_house_model(out, seed=seed, train_config=GAME_TRAINING, evaluate_tasks=64)
         return out
 
     def _demo_task_sets(self, split: tuple[list[Any], list[Any]]) -> None:
