@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from models_gpu.generators.families import code_guess, guess_number, maze
+from models_gpu.generators.families import code_guess, maze
+from models_gpu.training.miniature import task as guess_task
 from models_gpu.types import MoveCheck, TaskSpec, Verdict
 from models_gpu.verifiers import verify
 from models_gpu.verifiers.feedback_use import check_move
@@ -23,17 +24,9 @@ def _task(generated: dict, task_id: int = 1) -> TaskSpec:
     )
 
 
-class _Fixed(random.Random):
-    def __init__(self, value: int) -> None:
-        super().__init__(0)
-        self.value = value
-
-    def randint(self, a: int, b: int) -> int:
-        return self.value
-
-
-def _guess_task(hidden: int, low: int = 1, high: int = 8) -> TaskSpec:
-    return _task(guess_number(_Fixed(hidden), {"low": low, "high": high}))
+def _guess_task(hidden: int) -> TaskSpec:
+    """Guess a number between 1 and 8, as the miniature words it."""
+    return guess_task(1, hidden, 1)
 
 
 def _checks(task: TaskSpec, replies: list[str | None]) -> list[MoveCheck | None]:
