@@ -149,3 +149,10 @@ def test_the_command_reports_earlier_results_and_ends_with_the_headline_figures(
     assert latest["seeds"] == [0, 1] and latest["headline"]["gain_turn_3"] == 50.0
     assert latest["report"][0].startswith("Accuracy after turn k on held-out tasks")
     assert (tmp_path / "data" / "miniature" / "latest.svg").read_text().startswith("<svg")
+
+
+def test_a_house_that_is_not_a_checkpoint_is_refused(tmp_path: Path) -> None:
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="no checkpoint there"):
+        call_command("sml_miniature", "--house", str(tmp_path), "--work-dir", str(tmp_path))
