@@ -14,11 +14,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from models_gpu.spec.generators import CODE_NO_REPEATS, GUESS_RANGE
+from models_gpu.types import TaskSpec
 from models_gpu.verifiers.maze import find, shortest_path
 
 Task = dict[str, Any]
 _OPERATIONS = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 ANSWER_FORMAT = "End your reply with 'The answer is N.'"
+
+
+def task_spec(task: Mapping[str, Any], task_id: int = 0) -> TaskSpec:
+    """A generated task as the engine takes it (its difficulty and metadata stay behind)."""
+    return TaskSpec(
+        task_id=task_id,
+        prompt=task["prompt"],
+        reference=task["reference"],
+        verifier_kind=task["verifier_kind"],
+        verifier_config=task["verifier_config"],
+        domain=task["domain"],
+    )
 
 
 def arithmetic(rng: random.Random, knobs: Mapping[str, Any]) -> Task:

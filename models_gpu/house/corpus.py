@@ -34,7 +34,7 @@ from fractions import Fraction
 from typing import Any
 
 from models_gpu.backends.feedback_teacher import feedback_teacher_reply
-from models_gpu.generators.families import ANSWER_FORMAT, arithmetic, guess_number
+from models_gpu.generators.families import ANSWER_FORMAT, arithmetic, guess_number, task_spec
 from models_gpu.spec.templates import DEFAULT_TEMPLATES
 from models_gpu.types import GenerationRequest, TaskSpec
 from models_gpu.verifiers.numeric import verify_numeric
@@ -153,13 +153,7 @@ def random_guessing_game(rng: random.Random, max_guesses: int = GUESS_TURNS) -> 
     low = rng.choice(GUESS_LOWERS)
     high = low + GUESS_RANGE_SIZE - 1
     generated = guess_number(rng, {"low": low, "high": high})
-    spec = TaskSpec(
-        task_id=0,
-        prompt=generated["prompt"],
-        reference=generated["reference"],
-        verifier_kind=generated["verifier_kind"],
-        domain=generated["domain"],
-    )
+    spec = task_spec(generated)
     # Always as the engine plays it, under its default student system prompt.
     turns = [ChatTurn("system", STUDENT_SYSTEM), ChatTurn("user", spec.prompt)]
     for _ in range(max_guesses):

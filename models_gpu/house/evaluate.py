@@ -10,11 +10,11 @@ from typing import Any
 
 from models_gpu.backends import load_generator
 from models_gpu.engine import run_dialogues
-from models_gpu.generators.families import guess_number
+from models_gpu.generators.families import guess_number, task_spec
 from models_gpu.house.corpus import GUESS_LOWERS, GUESS_RANGE_SIZE, GUESS_TURNS, held_out_tasks
 from models_gpu.spec.protocol import ProtocolSpec
 from models_gpu.spec.run import RoleSpec
-from models_gpu.types import DialogueJob, DialogueResult, TaskSpec
+from models_gpu.types import DialogueJob, DialogueResult
 from models_gpu.verifiers.feedback_use import move_counts
 
 # (label, digits, operations): what the one-turn accuracy is reported on.
@@ -97,13 +97,7 @@ def _rounded(value: float | None) -> float | None:
 def _jobs(tasks: Sequence[Mapping[str, Any]]) -> list[DialogueJob]:
     return [
         DialogueJob(
-            task=TaskSpec(
-                task_id=index,
-                prompt=task["prompt"],
-                reference=task["reference"],
-                verifier_kind=task["verifier_kind"],
-                domain=task.get("domain", ""),
-            ),
+            task=task_spec(task, index),
             sample_index=0,
             seed=index,
         )

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from models_gpu.backends import load_generator
-from models_gpu.generators.families import guess_number
+from models_gpu.generators.families import guess_number, task_spec
 from models_gpu.results import turn_row
 from models_gpu.spec.miniature import MiniatureSettings
 from models_gpu.spec.online import single_turn_baseline
@@ -82,14 +82,7 @@ class ConditionResult:
 
 def task(lower: int, hidden: int, task_id: int) -> TaskSpec:
     knobs = {"low": lower, "high": lower + RANGE_SIZE - 1}
-    generated = guess_number(_Fixed(hidden), knobs)
-    return TaskSpec(
-        task_id=task_id,
-        prompt=generated["prompt"],
-        reference=generated["reference"],
-        verifier_kind=generated["verifier_kind"],
-        domain=generated["domain"],
-    )
+    return task_spec(guess_number(_Fixed(hidden), knobs), task_id)
 
 
 class _Fixed(random.Random):

@@ -7,21 +7,11 @@ import random
 
 import pytest
 
-from models_gpu.generators.families import code_guess, maze
+from models_gpu.generators.families import code_guess, maze, task_spec
 from models_gpu.training.miniature import task as guess_task
 from models_gpu.types import MoveCheck, TaskSpec, Verdict
 from models_gpu.verifiers import verify
 from models_gpu.verifiers.feedback_use import check_move
-
-
-def _task(generated: dict, task_id: int = 1) -> TaskSpec:
-    return TaskSpec(
-        task_id=task_id,
-        prompt=generated["prompt"],
-        reference=generated["reference"],
-        verifier_kind=generated["verifier_kind"],
-        domain=generated["domain"],
-    )
 
 
 def _guess_task(hidden: int) -> TaskSpec:
@@ -80,7 +70,7 @@ def test_arithmetic_has_no_range_so_no_chance_level() -> None:
 
 def test_code_guess_consistency_replays_every_earlier_score() -> None:
     generated = code_guess(random.Random(0), {"length": 3, "allow_repeats": False})
-    task = _task(generated)
+    task = task_spec(generated)
     code = generated["reference"]["answer"]
     wrong = next(c for c in ("012", "345", "678", "901") if c != code and len(set(c)) == 3)
     agreeing = code  # the code itself always agrees with every score it gave
@@ -94,7 +84,7 @@ def test_code_guess_consistency_replays_every_earlier_score() -> None:
 
 
 def test_code_guess_with_a_repeated_digit_is_invalid_when_digits_differ() -> None:
-    task = _task(code_guess(random.Random(0), {"length": 3, "allow_repeats": False}))
+    task = task_spec(code_guess(random.Random(0), {"length": 3, "allow_repeats": False}))
     assert _checks(task, ["The answer is 112."]) == [MoveCheck(False)]
 
 
@@ -137,6 +127,6 @@ def test_a_random_valid_guesser_is_consistent_about_as_often_as_the_chance_level
 
 
 def test_a_maze_task_as_generated_is_checkable() -> None:
-    task = _task(maze(random.Random(3), {"rows": 4, "cols": 4, "wall_density": 0.2}))
+    task = task_spec(maze(random.Random(3), {"rows": 4, "cols": 4, "wall_density": 0.2}))
     answer = task.reference["answer"]
     assert _checks(task, [f"The answer is {answer}."]) == [MoveCheck(True)]
