@@ -24,7 +24,6 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from models_gpu.spec.reports import (
     PreviewExample,
     PreviewResult,
     PreviewSegment,
+    Report,
     StepReport,
     TrainResult,
     report_from_json,
@@ -120,17 +120,33 @@ class ProgressReader:
         for line in self.rollouts.read_new() if self.rollouts else []:
             dialogue = DialogueRow.from_json(line["dialogue"])
             dialogues_store(run_id=self.run_id, dialogues=[dialogue], training_step=line["step"])
-        for entry in entries:
-            self.record(entry)
+        reports = [report_from_json(entry) for entry in entries]
+        for report in reports:
+            self.record(report)
+        # The run's progress once per read, at the newest step: reading a long log again (when
+        # taking over) must not walk the run's progress through every step it logged.
+        steps = [report for report in reports if isinstance(report, StepReport)]
+        if steps:
+            services.training_progress(
+                run_id=self.run_id, step=steps[-1].step, total_steps=steps[-1].total_steps
+            )
 
-    def record(self, entry: Mapping[str, Any]) -> None:
-        report = report_from_json(entry)
+    def take_over(self) -> None:
+        """Before this attempt's processes start: record what an earlier attempt logged after
+        its worker last read the files (a killed worker read them every ``POLL_SECONDS``), then
+        start over on empty files. The new attempt does not log again the steps up to the
+        checkpoint it resumes from, so without this their points and rollouts would be lost.
+        Recording is idempotent (a step's first value and a sample's first dialogue are kept):
+        what was recorded before is read again harmlessly."""
+        self.read_new()
+        for lines in (self.progress, self.rollouts):
+            if lines is not None:
+                lines.path.unlink(missing_ok=True)
+                lines.offset = 0
+
+    def record(self, report: Report) -> None:
         values = {self.curves + name: value for name, value in report.curves().items()}
         services.metric_points_record(run_id=self.run_id, step=report.step, values=values)
-        if isinstance(report, StepReport):
-            services.training_progress(
-                run_id=self.run_id, step=report.step, total_steps=report.total_steps
-            )
 
 
 class TrainingProcessFailed(Exception):
@@ -148,11 +164,8 @@ def run_training_job(
     out.mkdir(parents=True, exist_ok=True)
     job_file = out / "job.json"
     job_file.write_text(json.dumps(job.to_json(), indent=2) + "\n", encoding="utf-8")
-    # This attempt's progress only: an earlier attempt's steps are in the database already, and
-    # reading them again would move the run's progress back.
     job.result_path.unlink(missing_ok=True)
-    job.progress_path.unlink(missing_ok=True)
-    job.rollouts_path.unlink(missing_ok=True)  # a replayed step's rollouts are stored once
+    progress.take_over()
     command = launch_command(job_file, processes_for(job.config.device))
     with (out / JOB_LOG).open("ab") as log:
         process = subprocess.Popen(

@@ -27,6 +27,7 @@ import pytest
 from django.db import transaction
 
 from models_gpu.spec.training import TrainingConfig
+from models_gpu.training.launch import PROGRESS_FILE
 from tests.e2e.conftest import wait_until
 from tests.e2e.test_worker_resume import kill_worker
 from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, TeacherFactory, frozen_run
@@ -106,8 +107,10 @@ def test_a_training_run_killed_mid_training_resumes_from_its_checkpoint(
     run = launch(tiny_model_dir, researcher)
     out = training_output_dir(run)
     killed_at, newest = kill_between_checkpoints(first, run, SAVE_STEPS, MAX_STEPS)
+    run.refresh_from_db()
+    left_behind = run.progress_done  # the first worker's last reading of the trainer's log
     second = start_worker()
-    seen_after_claim = resume_in(second, run, newest, killed_at, MAX_STEPS)
+    seen_after_claim = resume_in(second, run, newest, killed_at, left_behind, MAX_STEPS)
 
     loss_steps = MetricPoint.objects.filter(run=run, name="loss").values_list("step", flat=True)
     assert sorted(loss_steps) == list(range(1, MAX_STEPS + 1)), "one loss point per step"
@@ -130,16 +133,16 @@ def kill_between_checkpoints(
 
     The trainer logs step s, then saves checkpoint-s when s is a multiple of ``save_steps``, so
     once step s + 1 is logged checkpoint-s is whole, and the next is save_steps - 1 steps off.
-    The run's progress reaches the database a little after the trainer logs it, more on a busy
-    machine: the newest checkpoint on disk must be behind it too, or the trainer may already be
-    past the next one."""
+    The step is read from the trainer's own log (``progress.jsonl``), as it is written: the run's
+    progress in the database moves only when the worker reads that log (every 0.5 s), by several
+    steps at once, and could skip every window on a machine where a step takes tens of ms."""
     this_run = Run.objects.filter(pk=run.pk)
     out = training_output_dir(run)
 
     def between_checkpoints() -> bool:
-        done, finished = this_run.values_list("progress_done", "finished_at").get()
-        if finished is not None:
+        if this_run.values_list("finished_at", flat=True).get() is not None:
             return True
+        done = trainer_step(out)
         if not (done > save_steps and 0 < done % save_steps < save_steps // 2):
             return False
         saved = checkpoint_steps(out)
@@ -150,7 +153,7 @@ def kill_between_checkpoints(
 
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING, f"killed too late: {run.status}\n{worker.output()}"
-    killed_at = run.progress_done
+    killed_at = trainer_step(out)
     steps = checkpoint_steps(out)
     assert steps, f"no checkpoint in {out}"
     newest = steps[-1]
@@ -160,17 +163,33 @@ def kill_between_checkpoints(
     return killed_at, newest
 
 
-def resume_in(worker: Any, run: Run, newest: int, killed_at: int, max_steps: int) -> list[int]:
+def trainer_step(out: Path) -> int:
+    """The step of the newest whole entry of the training process's log (0 before the first)."""
+    path = out / PROGRESS_FILE
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True) if path.exists() else []
+    whole = [line for line in lines if line.endswith("\n")]
+    return max((json.loads(line).get("step", 0) for line in whole), default=0)
+
+
+def resume_in(
+    worker: Any, run: Run, newest: int, killed_at: int, left_behind: int, max_steps: int
+) -> list[int]:
     """Wait for ``worker`` to claim ``run`` again and finish it; check that it resumed from
     checkpoint-``newest`` (progress never went back to it or below) and return the progress
-    seen after its claim."""
+    seen after its claim. Until the second trainer logs its first step, the run's progress is
+    the first worker's last reading, ``left_behind``, which may lag the step it was killed at."""
     this_run = Run.objects.filter(pk=run.pk)
     out = training_output_dir(run)
     seen_after_claim: list[int] = []
 
     def finished() -> bool:
         current = this_run.values("status", "attempts", "progress_done").get()
-        if current["attempts"] >= 2 and current["status"] == Run.Status.RUNNING:
+        second_trainer_seen = seen_after_claim or current["progress_done"] != left_behind
+        if (
+            current["attempts"] >= 2
+            and current["status"] == Run.Status.RUNNING
+            and (second_trainer_seen)
+        ):
             seen_after_claim.append(current["progress_done"])
         return current["status"] in Run.TERMINAL_STATUSES
 

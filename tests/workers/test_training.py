@@ -119,7 +119,7 @@ def test_a_cancel_stops_the_training_process_at_a_checkpoint(
 
     def cancel_after_step_3(reader: Any, entry: Any) -> None:
         record(reader, entry)
-        if entry["step"] == 3:  # as the cancel button does, while the process trains
+        if entry.step == 3:  # as the cancel button does, while the process trains
             Run.objects.filter(pk=reader.run_id).update(cancel_requested=True)
 
     monkeypatch.setattr(training.ProgressReader, "record", cancel_after_step_3)
