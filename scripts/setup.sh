@@ -115,7 +115,15 @@ if [ ! -f "$stamp" ]; then
 fi
 install_plotly_js "$plotly_js_dir" .venv/bin/python
 
-# Model-written code runs only inside bubblewrap (README: "The code sandbox"). Install it where
+# The documentation site (mkdocs.yml), which Dialab serves at /docs/ from .venv/share/dialab/docs
+# (settings.DIALAB_DOCS_DIR): built from this checkout, so it matches the code. A few seconds;
+# scripts/test.sh builds it again with --strict, where a broken link fails.
+if [ -x .venv/bin/mkdocs ]; then
+  echo "==> Building the documentation (served at /docs/)"
+  NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --quiet --no-strict
+fi
+
+# Model-written code runs only inside bubblewrap (docs/explanation/sandbox.md). Install it where
 # we can; elsewhere say how, since code tasks refuse to run without it.
 if ! command -v bwrap >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -39,11 +39,13 @@ if [ "$fast" = false ] && ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
   for _ in $(seq 30); do redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 && break; sleep 1; done
 fi
 
-echo "==> Architecture contracts, lint, types"
+echo "==> Architecture contracts, lint, types, documentation"
 .venv/bin/lint-imports
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+# The documentation: a broken link or anchor, or a reference page the code no longer builds, fails.
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --quiet --strict
 
 artifacts="$root/test-artifacts"
 rm -rf "$artifacts" && mkdir -p "$artifacts"
