@@ -228,6 +228,8 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # environment, as the Python packages are: inside .venv (or the image's /opt/venv), so every
 # data directory of an installation shares it and git never sees it.
 DIALAB_VENDOR_DIR = Path(sys.prefix) / "share" / "dialab" / "vendor"
+# The documentation site (mkdocs.yml builds it there; scripts/setup.sh runs the build), at /docs/.
+DIALAB_DOCS_DIR = Path(sys.prefix) / "share" / "dialab" / "docs"
 # plotly.js is served as vendor/plotly-basic.<content hash>.min.js: a new bundle gets a new name,
 # so WhiteNoise marks it immutable: browsers keep it without asking again (other files: 60 s).
 WHITENOISE_IMMUTABLE_FILE_TEST = r"/vendor/plotly-basic\.[0-9a-f]{12}\.min\.js$"

@@ -2,10 +2,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from webapp import views
+from webapp.core import docs
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("docs/", docs.docs, name="docs"),
+    path("docs/<path:path>", docs.docs, name="docs_page"),
     path("demo/miniature/", views.demo_miniature, name="demo_miniature"),
     path("demo/miniature/figure.svg", views.demo_miniature_figure, name="demo_miniature_figure"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
