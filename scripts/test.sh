@@ -45,7 +45,8 @@ echo "==> Architecture contracts, lint, types, documentation"
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 # The documentation: a broken link or anchor, or a reference page the code no longer builds, fails.
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --quiet --strict
+# (Not --quiet: it hides the warnings from the count that --strict fails on.)
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
 
 artifacts="$root/test-artifacts"
 rm -rf "$artifacts" && mkdir -p "$artifacts"
