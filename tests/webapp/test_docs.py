@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,54 @@ def test_says_how_to_build_the_site_when_it_is_missing(
 @pytest.mark.django_db
 def test_only_reading_methods(client: Client, site: Path) -> None:
     assert client.post("/docs/").status_code == 405
+
+
+# --- The "?" beside a page's heading -------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS_HELP = re.compile(r'{% docs_help "([^"]+)"(?: "([^"]+)")? %}')
+
+
+def _slugs(markdown: str) -> set[str]:
+    """The anchors MkDocs gives the headings of a page (its toc slugify)."""
+    slugs = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", markdown, re.MULTILINE):
+        text = re.sub(r"[^\w\s-]", "", heading.replace("`", "")).strip().lower()
+        slugs.add(re.sub(r"[-\s]+", "-", text))
+    return slugs
+
+
+def _page_source(page: str) -> str:
+    from tests.docs.test_reference import reference
+
+    if page in reference.PAGES:
+        return reference.PAGES[page]()
+    return (ROOT / "docs" / page).read_text()
+
+
+def test_every_help_link_names_a_page_and_heading_of_the_documentation() -> None:
+    links = [
+        (template, match[1], match[2])
+        for template in (ROOT / "templates").rglob("*.html")
+        for match in DOCS_HELP.finditer(template.read_text())
+    ]
+    assert len(links) >= 15
+    for template, page, anchor in links:
+        source = _page_source(page)
+        if anchor:
+            assert anchor in _slugs(source), f"{template.name}: {page}#{anchor}"
+
+
+@pytest.mark.django_db
+def test_main_pages_link_their_documentation(researcher_client: Client) -> None:
+    page = researcher_client.get("/runs/").content.decode()
+    assert 'class="docs-help" href="/docs/how-to/experiments/#the-runs-table"' in page
+    page = researcher_client.get("/task-sets/").content.decode()
+    assert 'href="/docs/how-to/author-tasks/"' in page
+
+
+@pytest.mark.django_db
+def test_the_navigation_links_the_documentation(annotator_client: Client) -> None:
+    assert 'href="/docs/" title="Dialab\'s documentation">Docs</a>' in (
+        annotator_client.get("/dialogues/").content.decode()
+    )

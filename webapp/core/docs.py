@@ -75,3 +75,13 @@ def docs(request: HttpRequest, path: str = "") -> HttpResponseBase:
         if hashes:
             response._csp_update = {"script-src": list(hashes)}  # type: ignore[attr-defined]
     return response
+
+
+def page_url(page: str, anchor: str = "") -> str:
+    """The /docs/ URL of the documentation page ``page`` (its source under docs/, e.g.
+    ``how-to/add-a-model.md``), as MkDocs builds it with directory URLs."""
+    from django.urls import reverse
+
+    stem = page.removesuffix(".md")
+    stem = "" if stem == "index" else stem.removesuffix("/index") + "/"
+    return reverse("docs") + stem + (f"#{anchor}" if anchor else "")

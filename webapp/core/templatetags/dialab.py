@@ -78,3 +78,19 @@ def plotly_js_url() -> str:
     from webapp.core.staticfinders import STATIC_DIR, plotly_static_path
 
     return static(plotly_static_path() or f"{STATIC_DIR}/plotly-basic.min.js")
+
+
+@register.simple_tag
+def docs_help(page: str, anchor: str = "") -> str:
+    """A small "?" beside a page's heading: its page of the documentation at /docs/ (``page`` is
+    the page's source under docs/; tests/webapp/test_docs.py checks that each one exists)."""
+    from django.utils.html import format_html
+
+    from webapp.core.docs import page_url
+
+    return format_html(
+        '<a class="docs-help" href="{}" target="_blank" rel="noopener" '
+        'title="This page in the documentation" aria-label="Help: this page in the '
+        'documentation">?</a>',
+        page_url(page, anchor),
+    )
