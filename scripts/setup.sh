@@ -120,7 +120,9 @@ install_plotly_js "$plotly_js_dir" .venv/bin/python
 # scripts/test.sh builds it again with --strict, where a broken link fails.
 if [ -x .venv/bin/mkdocs ]; then
   echo "==> Building the documentation (served at /docs/)"
-  NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --quiet --no-strict
+  # Not fatal: the demo runs without it (/docs/ then says how to build it).
+  NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --quiet --no-strict ||
+    echo "Note: the documentation did not build; /docs/ will say how to build it." >&2
 fi
 
 # Model-written code runs only inside bubblewrap (docs/explanation/sandbox.md). Install it where
