@@ -486,9 +486,20 @@ PAGES: dict[str, Callable[[], str]] = {
 }
 
 
+def docker_page() -> str:
+    """docker/README.md, kept beside the compose file it explains, as a page of the site (its
+    links into docs/ rewritten for the page's place there)."""
+    text = (ROOT / "docker" / "README.md").read_text()
+    return text.replace("](../docs/", "](../")
+
+
+# Pages that live elsewhere in the repository, published in the site as they are.
+INCLUDED: dict[str, Callable[[], str]] = {"how-to/docker.md": docker_page}
+
+
 def on_files(files: Any, config: Any) -> Any:
     from mkdocs.structure.files import File
 
-    for path, build in PAGES.items():
+    for path, build in {**PAGES, **INCLUDED}.items():
         files.append(File.generated(config, path, content=build()))
     return files
