@@ -74,8 +74,9 @@ ENVIRONMENT = {
 HOW_TO_ENABLE = (
     "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
     "bubblewrap) and allow unprivileged user namespaces (in a container: run the worker with "
-    "seccomp and AppArmor profiles that permit them, see the README's 'Running workers in "
-    "production'). Only for code you trust, DIALAB_SANDBOX=none runs it without a sandbox."
+    "seccomp and AppArmor profiles that permit them, see docs/how-to/deploy.md, 'Running "
+    "workers in production'). Only for code you trust, DIALAB_SANDBOX=none runs it without a "
+    "sandbox."
 )
 # What the interpreter reports about itself: where its files are and which directories hold
 # installed packages (to be masked). Run with -I, outside the sandbox, before any untrusted code.

@@ -8,6 +8,6 @@
 - ``export``: a run's figures as CSV rows.
 
 Pages, charts, exports, workers, management commands and benchmarks all read these; the
-selectors that count rows in the database hand their counts here. The README's "Run metrics"
-section defines each figure with its denominator and interval.
+selectors that count rows in the database hand their counts here. The documentation's "Run
+metrics" page (docs/reference/metrics.md) defines each figure with its denominator and interval.
 """

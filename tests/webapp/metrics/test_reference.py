@@ -41,7 +41,7 @@ from webapp.metrics.stats import newcombe_difference, wilson_interval
 from webapp.runs import selectors
 from webapp.runs.models import Run
 
-# --- The reference: plain lists, the definitions as the README states them --------------------
+# --- The reference: plain lists, the definitions as docs/reference/metrics.md states them ---
 
 
 @dataclass(frozen=True)
