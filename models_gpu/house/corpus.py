@@ -75,6 +75,9 @@ class CorpusMix:
     guess_number: share of examples that are guess-the-number games played by a random valid
         guesser (ranges of ``GUESS_RANGE_SIZE`` numbers starting at ``GUESS_LOWERS``), of at
         most ``guess_turns`` guesses.
+    guess_narrowing: the guesser draws each guess from what the feedback so far leaves instead
+        of the whole range: a player *with* the strategy, for measuring whether the model can
+        hold it when it is shown (not for a base model, which must not have it).
     """
 
     tasks: tuple[tuple[int, str, float], ...] = (
@@ -92,6 +95,7 @@ class CorpusMix:
     nudge: float = 0.1
     guess_number: float = 0.0
     guess_turns: int = GUESS_TURNS
+    guess_narrowing: bool = False
 
 
 @dataclass(frozen=True)
@@ -143,25 +147,32 @@ def examples(seed: int | str, mix: CorpusMix = CorpusMix()) -> Iterator[Example]
     rng = random.Random(f"house-corpus:{seed}")
     while True:
         if mix.guess_number and rng.random() < mix.guess_number:
-            yield random_guessing_game(rng, mix.guess_turns)
+            yield random_guessing_game(rng, mix.guess_turns, narrowing=mix.guess_narrowing)
         else:
             yield make_example(training_task(rng, mix), rng, mix)
 
 
-def random_guessing_game(rng: random.Random, max_guesses: int = GUESS_TURNS) -> Example:
-    """A guess-the-number game played by a guesser with no strategy (see the module docstring)."""
+def random_guessing_game(
+    rng: random.Random, max_guesses: int = GUESS_TURNS, *, narrowing: bool = False
+) -> Example:
+    """A guess-the-number game played by a guesser with no strategy (see the module docstring),
+    or, ``narrowing``, by one who guesses uniformly inside what the feedback so far leaves."""
     low = rng.choice(GUESS_LOWERS)
     high = low + GUESS_RANGE_SIZE - 1
     generated = guess_number(rng, {"low": low, "high": high})
     spec = task_spec(generated)
+    hidden = int(generated["reference"]["answer"])
     # Always as the engine plays it, under its default student system prompt.
     turns = [ChatTurn("system", STUDENT_SYSTEM), ChatTurn("user", spec.prompt)]
     for _ in range(max_guesses):
-        attempt = answer_text(rng.randint(low, high))
+        guess = rng.randint(low, high)
+        attempt = answer_text(guess)
         turns.append(ChatTurn("assistant", attempt, trained=True))
         if verify_numeric(spec, attempt).correct:
             break
         turns.append(ChatTurn("user", teacher_feedback(spec, attempt)))
+        if narrowing:  # the interval "too high" / "too low" leaves
+            low, high = (low, guess - 1) if guess > hidden else (guess + 1, high)
     return tuple(turns)
 
 

@@ -2,7 +2,8 @@
 checkpoint that loads like any other, and builds are deterministic for a seed.
 
 The builds here are tiny (1 layer of 64, a few dozen steps: seconds). The real build
-(``python -m models_gpu.house``) takes minutes and is measured by hand; the README has its figures.
+(``python -m models_gpu.house``) takes minutes and is measured by hand; its figures are in
+docs/explanation/built-in-models.md.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from models_gpu.house import build_house_model  # noqa: E402
 from models_gpu.house.__main__ import main  # noqa: E402
 from models_gpu.house.build import HOUSE_MODEL, HOUSE_TRAINING  # noqa: E402
 from models_gpu.house.corpus import (  # noqa: E402
+    GUESS_RANGE_SIZE,
     GUESS_TURNS,
     NUDGE,
     STUDENT_SYSTEM,
@@ -134,6 +136,22 @@ def test_guessing_games_are_played_with_valid_moves_and_no_strategy() -> None:
                 assert reply.content == teacher_feedback(spec, guess.content)
                 bounds[0 if value < hidden else 1] = value
     assert later > 300 and inconsistent / later > 0.25
+
+
+def test_narrowing_games_guess_inside_what_the_feedback_left_and_are_always_solved() -> None:
+    """The capacity probe's player (``guess_narrowing``) never guesses outside the interval the
+    feedback left, so with as many guesses as numbers in the range it always finds the number."""
+    mix = CorpusMix(guess_number=1.0, guess_narrowing=True, guess_turns=GUESS_RANGE_SIZE)
+    for game in itertools.islice(examples(0, mix), 200):
+        prompt = next(turn.content for turn in game if turn.role == "user")
+        low, high = stated_range(prompt) or (None, None)
+        assert low is not None and high is not None
+        guesses = [int(t.content.split()[-1].rstrip(".")) for t in game if t.role == "assistant"]
+        hidden = guesses[-1]
+        assert not _guessing_misses(game, hidden), "the last guess is the number"
+        for value in guesses:
+            assert low <= value <= high
+            low, high = (low, value - 1) if value > hidden else (value + 1, high)
 
 
 def _guessing_misses(game: tuple[Any, ...], hidden: int) -> bool:
