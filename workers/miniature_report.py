@@ -2,7 +2,7 @@
 into accuracy after turn k with 95% Wilson intervals per condition, the gains over the base model
 paired over held-out tasks (``webapp.metrics.comparison``, as on every comparison page), the
 results as JSON (to report again without training), and the figure as a standalone SVG (no
-plotting library: the README shows it as it is)."""
+plotting library: the docs show it as it is)."""
 
 from __future__ import annotations
 

@@ -9,8 +9,9 @@ right second guess has to reach the tokens of that guess, which depend on the tu
 it does not, the rollout layout, the masks, the rewards or the advantages are wrong.
 
 ``run_credit_check`` trains from a base checkpoint that can play the game (the house model) and
-evaluates base and trained on held-out ranges. The test suite runs a short version
-(tests/models_gpu/training/test_credit_check.py), ``benchmarks/credit_assignment.py`` the full one.
+evaluates base and trained on held-out ranges. ``benchmarks/credit_assignment.py`` runs it from
+any checkpoint and prints the reward curve; the test suite checks the environment
+(tests/models_gpu/training/test_credit_check.py).
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ TURNS = 2
 @dataclass(frozen=True)
 class CreditCheckSettings:
     """What one check runs: ``steps`` GRPO steps of two-turn dialogues, then ``heldout_tasks``
-    held-out tasks, ``heldout_samples`` dialogues each, played at ``temperature``."""
+    held-out tasks, ``heldout_samples`` dialogues each, played at ``temperature``. The defaults
+    are the recipe of docs/miniature-log.md's passing run (turn 2: 17% -> 71% from a base of
+    games of up to 4 guesses; from the miniature's own base, seed 0, it did not pass)."""
 
-    steps: int = 40
+    steps: int = 150
     learning_rate: float = 3e-4
     heldout_tasks: int = 32
     heldout_samples: int = 4

@@ -285,8 +285,12 @@ def _dataset(
         Features,
         List,
         Value,
+        disable_progress_bars,
     )
 
+    # The build's counts are reported (DatasetStats); the library's bar would write a line per
+    # chunk into the job's log and the miniature's report.
+    disable_progress_bars()
     target = out / DATASET_DIR
     if not (target / STATS_FILE).exists():
         counts = {field: 0 for field in DatasetStats.__dataclass_fields__}

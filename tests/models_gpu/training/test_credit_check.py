@@ -1,6 +1,7 @@
 """The credit-assignment check's environment: a student that reads the feedback solves every
 dialogue at turn 2, and nothing it learns can help at turn 1. (The training itself is
-``benchmarks/credit_assignment.py``: at this scale it takes minutes.)"""
+``benchmarks/credit_assignment.py``: it takes minutes, and whether it passes depends on the base
+build, docs/miniature-log.md.)"""
 
 from __future__ import annotations
 
