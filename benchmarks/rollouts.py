@@ -120,19 +120,10 @@ FEEDBACK_TEXT = "That is not right: the hidden number is higher. Try again, chec
 
 def make_tasks(family: str, count: int, seed: int) -> list[TaskSpec]:
     """``count`` generated tasks of ``family`` (the family's default knobs)."""
+    from models_gpu.generators.families import task_spec
     from models_gpu.generators.registry import generate
 
-    return [
-        TaskSpec(
-            task_id=index,
-            prompt=task["prompt"],
-            reference=task["reference"],
-            verifier_kind=task["verifier_kind"],
-            verifier_config=task["verifier_config"],
-            domain=task["domain"],
-        )
-        for index, task in enumerate(generate(family, count, seed=seed))
-    ]
+    return [task_spec(task, index) for index, task in enumerate(generate(family, count, seed=seed))]
 
 
 def tiny_model(out_dir: Path, tasks: Sequence[TaskSpec]) -> Path:
