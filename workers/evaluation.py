@@ -17,13 +17,9 @@ reads.
 from __future__ import annotations
 
 import logging
-import time
-import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
-from functools import partial
 
-from django.conf import settings
 from django.db import transaction
 
 from models_gpu.backends import load_generator
@@ -40,16 +36,15 @@ from models_gpu.types import (
     PersonReply,
     TaskSpec,
 )
-from webapp.core.database import DATABASE_LOST
-from webapp.core.heartbeat import Heartbeat, stale_after
 from webapp.dialogues.selectors import fork_parents
 from webapp.metrics.partial import BatchInPlay
 from webapp.people import selectors as people_selectors
 from webapp.people import services as people_services
 from webapp.runs import services
 from webapp.runs.models import Run
-from webapp.runs.selectors import run_cancel_requested, run_stored_dialogue_keys
+from webapp.runs.selectors import run_stored_dialogue_keys, run_to_play
 from webapp.tasks.selectors import task_payloads
+from workers.claimed import CancelWatch, execute_claimed
 from workers.specs import dialogue_seed, role_key, task_spec
 
 logger = logging.getLogger(__name__)
@@ -189,23 +184,6 @@ class RoundRecorder:
         return row
 
 
-class CancelWatch:
-    """Answers the engine's "should I stop?" from the database, at most once per interval."""
-
-    def __init__(self, run_id: int, interval_seconds: float) -> None:
-        self.run_id = run_id
-        self.interval_seconds = interval_seconds
-        self.last_check = 0.0
-        self.cancelled = False
-
-    def __call__(self) -> bool:
-        now = time.monotonic()
-        if not self.cancelled and now - self.last_check >= self.interval_seconds:
-            self.last_check = now
-            self.cancelled = run_cancel_requested(run_id=self.run_id)
-        return self.cancelled
-
-
 def accounting(stats: EngineStats) -> Accounting:
     return Accounting(
         dialogues=stats.dialogues_finished,
@@ -241,77 +219,40 @@ def load_role_generators(specs: Mapping[str, RoleSpec | None]) -> dict[str, Gene
 
 
 def execute_evaluation(run_id: int, *, worker: str, background_heartbeat: bool = True) -> bool:
-    """Claim the run and play what is left of it; False when it could not be claimed.
-
-    ``background_heartbeat`` is off only in eager unit tests, where the job runs inside the
-    test's own transaction.
-    """
+    """Claim the run and play what is left of it; False when it could not be claimed
+    (``workers.claimed``)."""
     return execute_claimed(run_id, _play, worker=worker, background_heartbeat=background_heartbeat)
 
 
-def execute_claimed(
-    run_id: int, play: Callable[[int], None], *, worker: str, background_heartbeat: bool
-) -> bool:
-    """Claim a run (evaluation or training) and ``play`` it while a heartbeat thread keeps the
-    claim fresh; False when it could not be claimed."""
-    claimed = services.run_claim(run_id=run_id, worker=worker, stale_after=stale_after())
-    if not claimed:
-        logger.info("run %s: not claimable (taken, finished or cancelled); skipping", run_id)
-        return False
-    # From a thread, so that a long model load, one long batched round or one long training
-    # step is not taken for a dead worker (and resumed by another while this one still plays).
-    with Heartbeat(
-        partial(services.run_heartbeat, run_id=run_id),
-        interval_seconds=settings.DIALAB_HEARTBEAT_SECONDS,
-        name=f"heartbeat-run-{run_id}",
-        enabled=background_heartbeat,
-    ):
-        play(run_id)
-    return True
-
-
 def _play(run_id: int) -> None:
-    heartbeat = settings.DIALAB_HEARTBEAT_SECONDS
-    run = Run.objects.get(pk=run_id)
-    try:
-        config = run.frozen_config
-        jobs = pending_jobs(run_id, config)
-        if not jobs:  # a worker died between storing the last dialogue and closing the run, or
-            # woke for an answer another job has played
-            people_services.run_rest(run_id=run_id, accounting=Accounting())
-            return
-        if run.attempts > 1:
-            logger.info(
-                "run %s: resumed (attempt %s), %s dialogues to play",
-                run_id,
-                run.attempts,
-                len(jobs),
-            )
-        generators = load_role_generators(config.roles())
-        assert generators["student"] is not None, "every run has a student"
-
-        recorder = RoundRecorder(run_id, config, BatchInPlay.from_json(run.batch_in_play))
-        watch = CancelWatch(run_id, interval_seconds=min(1.0, heartbeat))
-        stats = run_dialogues(
-            jobs,
-            config.protocol,
-            student=generators["student"],
-            teacher=generators["teacher"],
-            user_simulator=generators["user_simulator"],
-            judge=generators["judge"],
-            on_finished=recorder.ended,
-            on_round=recorder.round_played,
-            on_parked=recorder.parked,
-            should_stop=watch,
-            batch_size=config.batch_size,
-        )
-    except DATABASE_LOST:
-        raise  # not the run's fault: the task resumes it (workers.recovery)
-    except Exception as error:
-        logger.exception("run %s failed", run_id)
-        summary = "".join(traceback.format_exception_only(error)).strip()
-        services.run_finish(run_id=run_id, status=Run.Status.FAILED, error=summary)
+    run = run_to_play(run_id=run_id)
+    jobs = pending_jobs(run_id, run.config)
+    if not jobs:  # a worker died between storing the last dialogue and closing the run, or
+        # woke for an answer another job has played
+        people_services.run_rest(run_id=run_id, accounting=Accounting())
         return
+    if run.attempts > 1:
+        logger.info(
+            "run %s: resumed (attempt %s), %s dialogues to play", run_id, run.attempts, len(jobs)
+        )
+    generators = load_role_generators(run.config.roles())
+    assert generators["student"] is not None, "every run has a student"
+
+    recorder = RoundRecorder(run_id, run.config, run.batch_in_play)
+    watch = CancelWatch(run_id)
+    stats = run_dialogues(
+        jobs,
+        run.config.protocol,
+        student=generators["student"],
+        teacher=generators["teacher"],
+        user_simulator=generators["user_simulator"],
+        judge=generators["judge"],
+        on_finished=recorder.ended,
+        on_round=recorder.round_played,
+        on_parked=recorder.parked,
+        should_stop=watch,
+        batch_size=run.config.batch_size,
+    )
     if watch.cancelled:
         services.run_finish(
             run_id=run_id, status=Run.Status.CANCELLED, accounting=accounting(stats)

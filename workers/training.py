@@ -23,11 +23,9 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.http import QueryDict
 
 from models_gpu.spec.reports import (
@@ -44,15 +42,19 @@ from models_gpu.spec.reports import (
 from models_gpu.spec.results import DialogueRow
 from models_gpu.spec.training_run import NOTHING_TO_TRAIN, DatasetRef, TrainingRunConfig
 from models_gpu.training.launch import OnlineTrainingJob, TrainingJob, job_to_json, task_to_json
-from webapp.core.database import DATABASE_LOST
 from webapp.dialogues.forms import DialogueFilterForm
 from webapp.dialogues.services import dialogues_store
 from webapp.runs import services as runs
 from webapp.runs.models import Run
 from webapp.training import services
 from webapp.training.models import TrainingPreview
-from webapp.training.selectors import selected_dialogues, training_dialogues
-from workers.evaluation import CancelWatch, dialogue_jobs, execute_claimed, run_tasks
+from webapp.training.selectors import (
+    selected_dialogues,
+    training_dialogues,
+    training_run_to_play,
+)
+from workers.claimed import CancelWatch, execute_claimed
+from workers.evaluation import dialogue_jobs, run_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -245,32 +247,23 @@ def _write_lines(path: Path, items: list[Any]) -> None:
 
 
 def execute_training(run_id: int, *, worker: str, background_heartbeat: bool = True) -> bool:
-    """Claim the run and train what is left of it; False when it could not be claimed."""
+    """Claim the run and train what is left of it; False when it could not be claimed
+    (``workers.claimed``)."""
     return execute_claimed(run_id, _train, worker=worker, background_heartbeat=background_heartbeat)
 
 
 def _train(run_id: int) -> None:
-    run = Run.objects.get(pk=run_id)
-    watch = CancelWatch(run_id, interval_seconds=min(1.0, settings.DIALAB_HEARTBEAT_SECONDS))
-    try:
-        config = TrainingRunConfig.from_json(run.config)
-        if run.attempts > 1:
-            logger.info("run %s: claimed again (attempt %s)", run_id, run.attempts)
-        stages = _train_stages(run_id, config, services.training_output_dir(run), watch)
-        if stages is None:
-            runs.run_finish(run_id=run_id, status=Run.Status.CANCELLED)
-            return
-        result, primed = stages
-        assert result.final_dir is not None, "a stage that was not stopped made its model"
-        trained = services.trained_model_register(run_id=run_id, location=result.final_dir)
-        services.evaluations_launch(run_id=run_id, trained=trained)
-    except DATABASE_LOST:
-        raise  # not the run's fault: the task resumes it (workers.recovery)
-    except Exception as error:
-        logger.exception("run %s failed", run_id)
-        summary = "".join(traceback.format_exception_only(error)).strip()
-        runs.run_finish(run_id=run_id, status=Run.Status.FAILED, error=summary)
+    run = training_run_to_play(run_id=run_id)
+    if run.attempts > 1:
+        logger.info("run %s: claimed again (attempt %s)", run_id, run.attempts)
+    stages = _train_stages(run_id, run.config, run.output_dir, CancelWatch(run_id))
+    if stages is None:
+        runs.run_finish(run_id=run_id, status=Run.Status.CANCELLED)
         return
+    result, primed = stages
+    assert result.final_dir is not None, "a stage that was not stopped made its model"
+    trained = services.trained_model_register(run_id=run_id, location=result.final_dir)
+    services.evaluations_launch(run_id=run_id, trained=trained)
     runs.run_finish(
         run_id=run_id, status=Run.Status.SUCCEEDED, accounting=training_accounting(result, primed)
     )
