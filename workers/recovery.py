@@ -137,9 +137,9 @@ def _follow_up(
 def check_again_later(run_id: int, *, queue: str | None = None) -> None:
     """Schedule one sweep for when this running run's heartbeat would be stale if its worker
     were dead; a live worker keeps it fresh and the sweep then does nothing."""
-    from webapp.runs.models import Run
+    from webapp.runs.selectors import run_is_running
 
-    if Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists():
+    if run_is_running(run_id=run_id):
         wait = stale_after() + FOLLOW_UP_MARGIN
         resume_stale_runs.apply_async(countdown=wait.total_seconds(), queue=queue)
 

@@ -60,14 +60,13 @@ def verify_probe(probe_id: int) -> None:
     """Run a task's verifier on an author's trial answer and record the verdict."""
     from models_gpu.sandbox import SandboxUnavailable
     from models_gpu.verifiers import verify
-    from webapp.tasks.models import VerifierProbe
-    from webapp.tasks.selectors import task_payload
+    from webapp.tasks.selectors import probe_to_verify
     from webapp.tasks.services import probe_record
     from workers.specs import task_spec, verdict_row
 
-    probe = VerifierProbe.objects.get(pk=probe_id)
+    task, response = probe_to_verify(probe_id=probe_id)
     try:
-        verdict = verify(task_spec(task_payload(task_id=probe.task_id)), probe.response)
+        verdict = verify(task_spec(task), response)
     except (ValueError, SandboxUnavailable) as error:
         # A task the verifier cannot use, or a worker that cannot run code safely: say why.
         probe_record(probe_id=probe_id, verdict=None, error=str(error))

@@ -27,9 +27,9 @@ from webapp.dialogues.models import Dialogue
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import MetricPoint, Run
 from webapp.runs.services import evaluation_config
+from webapp.training.selectors import training_output_dir
 from webapp.training.services import (
     online_training_run_config,
-    training_output_dir,
     training_run_create,
 )
 

@@ -35,9 +35,9 @@ from tests.transcript_builders import attempt, feedback, store
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import MetricPoint, Run
 from webapp.runs.services import evaluation_config
+from webapp.training.selectors import training_output_dir
 from webapp.training.services import (
     snapshot_create,
-    training_output_dir,
     training_run_config,
     training_run_create,
 )

@@ -15,6 +15,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Lag, RowNumber
 
 from models_gpu.spec.reports import Accounting
+from models_gpu.spec.run import RunConfig
 from webapp.dialogues.models import Dialogue, PendingTurn, Turn
 from webapp.metrics.comparison import Gap, TaskOutcomes, compare_outcomes, outcomes_from_histogram
 from webapp.metrics.figures import (
@@ -568,6 +569,29 @@ def run_compare_candidates(*, run: Run) -> list[Run]:
 
 def run_cancel_requested(*, run_id: int) -> bool:
     return Run.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+
+def run_is_running(*, run_id: int) -> bool:
+    return Run.objects.filter(pk=run_id, status=Run.Status.RUNNING).exists()
+
+
+@dataclass(frozen=True)
+class RunToPlay:
+    """What a worker reads of the evaluation it claimed: its frozen configuration, how many
+    times it was claimed (more than once: it resumes) and how far the last worker's batch got."""
+
+    config: RunConfig
+    attempts: int
+    batch_in_play: BatchInPlay
+
+
+def run_to_play(*, run_id: int) -> RunToPlay:
+    run = Run.objects.get(pk=run_id)
+    return RunToPlay(
+        config=run.frozen_config,
+        attempts=run.attempts,
+        batch_in_play=BatchInPlay.from_json(run.batch_in_play),
+    )
 
 
 def run_stored_dialogue_keys(*, run_id: int) -> set[tuple[int, int]]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
-from webapp.tasks.models import Task, TaskSet
+from webapp.tasks.models import Task, TaskSet, VerifierProbe
 
 
 def task_set_list(*, query: str = "") -> QuerySet[TaskSet]:
@@ -75,6 +75,12 @@ def task_payloads(*, task_set_id: int) -> list[dict[str, Any]]:
 
 def task_payload(*, task_id: int) -> dict[str, Any]:
     return Task.objects.values(*TASK_PAYLOAD_FIELDS).get(pk=task_id)
+
+
+def probe_to_verify(*, probe_id: int) -> tuple[dict[str, Any], str]:
+    """An author's "try it" as the worker checks it: the task's payload and the typed answer."""
+    probe = VerifierProbe.objects.only("task_id", "response").get(pk=probe_id)
+    return task_payload(task_id=probe.task_id), probe.response
 
 
 def task_list(*, task_set: TaskSet, query: str = "") -> QuerySet[Task]:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 
 from models_gpu.spec.results import TurnRow
 from models_gpu.spec.run import RunConfig
 from models_gpu.spec.templates import render_for_dialogue
 from models_gpu.spec.training import TrainingDialogue
-from models_gpu.spec.training_run import NOTHING_TO_TRAIN
+from models_gpu.spec.training_run import NOTHING_TO_TRAIN, TrainingRunConfig
 from webapp.accounts.models import User
 from webapp.dialogues import search, selectors
 from webapp.dialogues.filters import DialogueFilters
@@ -105,6 +107,32 @@ def _run_config(run_id: int, configs: dict[int, RunConfig]) -> RunConfig:
     assert config is not None, "a run with stored dialogues played them under a configuration"
     configs[run_id] = config
     return configs[run_id]
+
+
+def training_output_dir(run: Run) -> Path:
+    """Where a training run keeps its checkpoints and its final model. Named by the run's id and
+    configuration hash: ids start again with a new database, and a directory left by another
+    run must never be resumed from."""
+    return Path(settings.DIALAB_TRAINING_DIR) / f"run-{run.pk}-{run.config_hash[:12]}"
+
+
+@dataclass(frozen=True)
+class TrainingRunToPlay:
+    """What a worker reads of the training run it claimed: its configuration, how many times
+    it was claimed (more than once: it resumes) and its output directory."""
+
+    config: TrainingRunConfig
+    attempts: int
+    output_dir: Path
+
+
+def training_run_to_play(*, run_id: int) -> TrainingRunToPlay:
+    run = Run.objects.get(pk=run_id)
+    return TrainingRunToPlay(
+        config=TrainingRunConfig.from_json(run.config),
+        attempts=run.attempts,
+        output_dir=training_output_dir(run),
+    )
 
 
 def previewed_template_problem(*, reader: User, base_model: ModelSpec, method: str) -> str:

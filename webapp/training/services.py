@@ -25,6 +25,7 @@ from models_gpu.spec.training_run import (
     training_run_problems,
 )
 from webapp.accounts.models import User
+from webapp.core import queues
 from webapp.core.dispatch import enqueue_on_commit
 from webapp.dialogues.forms import DialogueFilterForm
 from webapp.models_registry.models import ModelSpec
@@ -150,7 +151,7 @@ def online_training_run_config(
 
 @transaction.atomic
 def training_run_create(*, name: str, config: TrainingRunConfig, created_by: User | None) -> Run:
-    """Create a queued training run and dispatch it (on the gpu queue) after commit."""
+    """Create a queued training run and dispatch it (on the batch queue) after commit."""
     evaluation = config.evaluation
     assert evaluation is not None, "a training run is evaluated on held-out tasks"
     run = Run.objects.create(
@@ -162,12 +163,13 @@ def training_run_create(*, name: str, config: TrainingRunConfig, created_by: Use
         config=config.to_json(),
         config_hash=config.config_hash(),
         created_by=created_by,
+        queue=queues.run_queue(people=False),
     )
-    runs.run_dispatch_on_commit(run_id=run.pk, kind=run.kind)
+    runs.run_dispatch_on_commit(run_id=run.pk, kind=run.kind, queue=run.queue)
     return run
 
 
-PREVIEW_TASK = "workers.tasks.training_preview"  # on the default queue: it only tokenizes
+PREVIEW_TASK = "workers.tasks.training_preview"  # interactive: it only tokenizes
 
 
 @transaction.atomic
@@ -188,13 +190,6 @@ def preview_create(
 def preview_record(*, preview_id: int, result: PreviewResult | None, error: str = "") -> None:
     stored = result.to_json() if result is not None else None
     TrainingPreview.objects.filter(pk=preview_id).update(result=stored, error=error)
-
-
-def training_output_dir(run: Run) -> Path:
-    """Where a training run keeps its checkpoints and its final model. Named by the run's id and
-    configuration hash: ids start again with a new database, and a directory left by another
-    run must never be resumed from."""
-    return Path(settings.DIALAB_TRAINING_DIR) / f"run-{run.pk}-{run.config_hash[:12]}"
 
 
 # --- Worker side -------------------------------------------------------------------------------
