@@ -26,14 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from django.http import QueryDict
-
 from models_gpu.spec.reports import (
     PRIMING_PREFIX,
     Accounting,
-    PreviewExample,
-    PreviewResult,
-    PreviewSegment,
     Report,
     StepReport,
     TrainResult,
@@ -42,17 +37,11 @@ from models_gpu.spec.reports import (
 from models_gpu.spec.results import DialogueRow
 from models_gpu.spec.training_run import NOTHING_TO_TRAIN, DatasetRef, TrainingRunConfig
 from models_gpu.training.launch import OnlineTrainingJob, TrainingJob, job_to_json, task_to_json
-from webapp.dialogues.forms import DialogueFilterForm
 from webapp.dialogues.services import dialogues_store
 from webapp.runs import services as runs
 from webapp.runs.models import Run
 from webapp.training import services
-from webapp.training.models import TrainingPreview
-from webapp.training.selectors import (
-    selected_dialogues,
-    training_dialogues,
-    training_run_to_play,
-)
+from webapp.training.selectors import preview_selection, training_run_to_play
 from workers.claimed import CancelWatch, execute_claimed
 from workers.evaluation import dialogue_jobs, run_tasks
 
@@ -327,53 +316,21 @@ PREVIEW_SAMPLE = 200
 
 
 def build_preview(preview_id: int) -> None:
-    """Token counts of the selection under the preview's configuration, and its first dialogue
-    rendered with each method, trained tokens marked; or why the chat template cannot."""
-    from dataclasses import replace
-    from itertools import islice
+    """The launch form's preview (``models_gpu.training.preview``), or why there is none."""
+    from models_gpu.training.preview import training_preview
 
-    from transformers import AutoTokenizer
-
-    from models_gpu.spec.training import METHODS, TrainingConfig
-    from models_gpu.training.encode import ChatTemplateError, encode_for_config, render_preview
-
-    preview = TrainingPreview.objects.select_related("base_model", "created_by").get(pk=preview_id)
-    reader = preview.created_by
-    filters = DialogueFilterForm.from_query(QueryDict(preview.selection), reader=reader).filters()
-    dialogues = selected_dialogues(filters=filters, reader=reader)  # type: ignore[arg-type]
-    total = dialogues.count()
-    sample = list(islice(training_dialogues(dialogues), PREVIEW_SAMPLE))
-    if not sample:
+    selection = preview_selection(preview_id=preview_id, sample_size=PREVIEW_SAMPLE)
+    if not selection.sample:
         services.preview_record(preview_id=preview_id, result=None, error=NOTHING_TO_TRAIN)
         return
-    config = TrainingConfig.from_json(preview.training_config)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(preview.base_model.location)
-        encoded = [encode_for_config(tokenizer, dialogue, config) for dialogue in sample]
+        result = training_preview(
+            selection.base_model,
+            selection.sample,
+            selected=selection.selected,
+            config=selection.training,
+        )
     except (OSError, ValueError) as error:  # no tokenizer there; ChatTemplateError is a ValueError
         services.preview_record(preview_id=preview_id, result=None, error=str(error))
         return
-    examples = []
-    for method in METHODS:
-        try:
-            example = encode_for_config(tokenizer, sample[0], replace(config, method=method))
-            segments = tuple(
-                PreviewSegment(text, trained)
-                for text, trained in render_preview(tokenizer, example)
-            )
-            examples.append(PreviewExample(method, segments))
-        except ChatTemplateError as error:
-            examples.append(PreviewExample(method, error=str(error)))
-    scale = total / len(sample)
-    result = PreviewResult(
-        dialogues=total,
-        sampled=len(sample),
-        tokens=round(scale * sum(len(e.input_ids) for e in encoded)),
-        trained_tokens=round(scale * sum(e.trained_tokens for e in encoded)),
-        truncated=sum(e.truncated for e in encoded),
-        nothing_to_train=sum(not e.trained_tokens for e in encoded),
-        longest=max(len(e.input_ids) for e in encoded),
-        example_dialogue=sample[0].dialogue_id,
-        examples=tuple(examples),
-    )
     services.preview_record(preview_id=preview_id, result=result)

@@ -3,6 +3,7 @@
     encode    a dialogue as token ids and a loss mask, per method, with the model's chat template
     qpriming  Q-priming's rewrite: failed attempts become clarifying questions
     trainer   ``train``: TRL's SFTTrainer on those examples, full or LoRA, resumable, cancellable
+    preview   ``training_preview``: what a launch would train on, before it is launched
 
 Importing this package loads no torch: ``train`` imports it when called.
 """

@@ -7,8 +7,6 @@ from dataclasses import replace
 from typing import Any
 
 from django import forms
-from django.db.models import QuerySet
-from django.http import QueryDict
 
 from models_gpu.spec.online import ONLINE_SETTINGS, OnlineConfig, online_config_problems
 from models_gpu.spec.run import MAX_SAMPLES_PER_TASK
@@ -29,8 +27,6 @@ from models_gpu.spec.training_run import (
 )
 from webapp.accounts.models import User
 from webapp.core.settings_fields import setting_field
-from webapp.dialogues.forms import DialogueFilterForm
-from webapp.dialogues.models import Dialogue
 from webapp.models_registry.selectors import model_choices
 from webapp.runs.selectors import protocol_choices
 from webapp.tasks.models import TaskSet
@@ -38,8 +34,8 @@ from webapp.training.heldout import overlap, selection_task_keys, task_set_task_
 from webapp.training.selectors import (
     SelectionCounts,
     previewed_template_problem,
-    selected_dialogues,
     selection_counts,
+    selection_dialogues,
 )
 
 # The form's own fields (the rest are the training settings, by their spec names).
@@ -129,11 +125,15 @@ class TrainingForm(_LaunchForm):
     def counts(self) -> SelectionCounts:
         """What the selection holds now (the snapshot is frozen at launch)."""
         if not hasattr(self, "_counts"):
-            self._counts = selection_counts(_selected(self.selection_query, self.reader))
+            self._counts = selection_counts(
+                selection_dialogues(selection=self.selection_query, reader=self.reader)
+            )
         return self._counts
 
     def training_task_keys(self) -> frozenset[str]:
-        return selection_task_keys(_selected(self.selection_query, self.reader))
+        return selection_task_keys(
+            selection_dialogues(selection=self.selection_query, reader=self.reader)
+        )
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -177,12 +177,6 @@ class TrainingForm(_LaunchForm):
         template = [f.name for f, _, _ in fields].index("qpriming_question_template")
         fields.insert(template + 1, (self["question_writer"], "method", "qpriming"))
         return fields
-
-
-def _selected(selection: str, reader: User) -> QuerySet[Dialogue]:
-    """What the transcript filter ``selection`` (a query string) selects for ``reader``."""
-    filters = DialogueFilterForm.from_query(QueryDict(selection), reader=reader).filters()
-    return selected_dialogues(filters=filters, reader=reader)
 
 
 # The fine-tuning settings online training uses (how dialogues become examples, the batch and
@@ -270,14 +264,18 @@ class OnlineTrainingForm(_LaunchForm):
         if not self.priming_query:
             return None
         if not hasattr(self, "_priming_counts"):
-            self._priming_counts = selection_counts(_selected(self.priming_query, self.reader))
+            self._priming_counts = selection_counts(
+                selection_dialogues(selection=self.priming_query, reader=self.reader)
+            )
         return self._priming_counts
 
     def training_task_keys(self) -> frozenset[str]:
         task_set = self.cleaned_data.get("task_set")
         keys = task_set_task_keys(task_set.pk) if task_set is not None else frozenset()
         if self.priming_query:
-            keys |= selection_task_keys(_selected(self.priming_query, self.reader))
+            keys |= selection_task_keys(
+                selection_dialogues(selection=self.priming_query, reader=self.reader)
+            )
         return keys
 
     def clean(self) -> dict[str, Any]:

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, Q, QuerySet
+from django.http import QueryDict
 
 from models_gpu.spec.results import TurnRow
 from models_gpu.spec.run import RunConfig
 from models_gpu.spec.templates import render_for_dialogue
-from models_gpu.spec.training import TrainingDialogue
+from models_gpu.spec.training import TrainingConfig, TrainingDialogue
 from models_gpu.spec.training_run import NOTHING_TO_TRAIN, TrainingRunConfig
 from webapp.accounts.models import User
 from webapp.dialogues import search, selectors
 from webapp.dialogues.filters import DialogueFilters
+from webapp.dialogues.forms import DialogueFilterForm
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
@@ -33,6 +36,14 @@ def selected_dialogues(*, filters: DialogueFilters, reader: User) -> QuerySet[Di
     searches_turns = search.searches_turns(filters.search)
     chosen = selectors.dialogue_list(filters=filters, reader=reader, searches_turns=searches_turns)
     return chosen.order_by("pk")
+
+
+def selection_dialogues(*, selection: str, reader: User) -> QuerySet[Dialogue]:
+    """The dialogues the transcript filter ``selection`` (the transcript list's query string)
+    selects for ``reader``'s training, in id order; an invalid parameter is ignored, as the
+    transcript list ignores it."""
+    filters = DialogueFilterForm.from_query(QueryDict(selection), reader=reader).filters()
+    return selected_dialogues(filters=filters, reader=reader)
 
 
 @dataclass(frozen=True)
@@ -132,6 +143,30 @@ def training_run_to_play(*, run_id: int) -> TrainingRunToPlay:
         config=TrainingRunConfig.from_json(run.config),
         attempts=run.attempts,
         output_dir=training_output_dir(run),
+    )
+
+
+@dataclass(frozen=True)
+class PreviewSelection:
+    """What a worker needs to build a training preview: the base model's location, the
+    launch's training configuration, how many dialogues the selection holds, and the first
+    ``sample_size`` of them by id, as training reads them."""
+
+    base_model: str
+    training: TrainingConfig
+    selected: int
+    sample: list[TrainingDialogue]
+
+
+def preview_selection(*, preview_id: int, sample_size: int) -> PreviewSelection:
+    preview = TrainingPreview.objects.select_related("base_model", "created_by").get(pk=preview_id)
+    reader = preview.created_by
+    dialogues = selection_dialogues(selection=preview.selection, reader=reader)  # type: ignore[arg-type]
+    return PreviewSelection(
+        base_model=preview.base_model.location,
+        training=TrainingConfig.from_json(preview.training_config),
+        selected=dialogues.count(),
+        sample=list(islice(training_dialogues(dialogues), sample_size)),
     )
 
 

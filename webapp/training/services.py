@@ -12,7 +12,6 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.http import QueryDict
 
 from models_gpu.spec.online import OnlineConfig
 from models_gpu.spec.reports import PreviewResult
@@ -27,13 +26,12 @@ from models_gpu.spec.training_run import (
 from webapp.accounts.models import User
 from webapp.core import queues
 from webapp.core.dispatch import enqueue_on_commit
-from webapp.dialogues.forms import DialogueFilterForm
 from webapp.models_registry.models import ModelSpec
 from webapp.runs import services as runs
 from webapp.runs.models import MetricPoint, Run
 from webapp.training.heldout import selection_task_keys
 from webapp.training.models import DatasetSnapshot, TrainingPreview
-from webapp.training.selectors import selected_dialogues, selection_counts, training_dialogues
+from webapp.training.selectors import selection_counts, selection_dialogues, training_dialogues
 
 # A priming stage's curves are the fine-tuning ones under this prefix ("priming_loss", ...).
 
@@ -47,8 +45,7 @@ def snapshot_create(*, filter_query: str, reader: User, name: str = "") -> Datas
     ``reader`` into a snapshot file, streamed from the database; ``EmptySelection`` when none
     matches. The file is named by its sha256, so identical selections share one file. Unnamed,
     the snapshot is named by what selected it."""
-    form = DialogueFilterForm.from_query(QueryDict(filter_query), reader=reader)
-    dialogues = selected_dialogues(filters=form.filters(), reader=reader)
+    dialogues = selection_dialogues(selection=filter_query, reader=reader)
     counts = selection_counts(dialogues)
     if counts.dialogues == 0:
         raise EmptySelection(NOTHING_TO_TRAIN)
