@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
@@ -26,6 +24,7 @@ from webapp.demo.services import (
     miniature_latest_figure,
     miniature_latest_result,
 )
+from webapp.models_registry.house import house_build_progress_path
 from webapp.runs.selectors import run_list
 from webapp.tasks.selectors import task_set_list
 
@@ -34,12 +33,6 @@ HOUSE_BUILD_TARGET = "house-build"
 # last step reports nothing for a minute or two. Silent for longer, it has stopped (killed).
 HOUSE_BUILD_SILENT_SECONDS = 600
 HOUSE_BUILD_RUNNING = ("preparing", "training", "finishing")
-
-
-def house_build_progress_path() -> Path:
-    """The file ``manage.py build_house_model`` keeps its progress in
-    (``models_gpu.house.progress.BuildProgressFile``, which documents its keys)."""
-    return Path(settings.DATA_DIR) / "models" / "house-build.json"
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from webapp.models_registry.house import house_build_progress_path, house_model_dir
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.services import model_spec_register
-from webapp.views import house_build_progress_path
 
 HOUSE_MODEL_NAME = "house"
 HOUSE_GENERATION_PARAMS = {"temperature": 0.7, "max_new_tokens": 32}
@@ -28,10 +27,6 @@ def house_description(notes: dict[str, Any]) -> str:
         f"1-2 digit sums and differences{measured}, and can use 'too high' / 'too low' "
         "feedback. Built by `manage.py build_house_model`."
     )
-
-
-def house_model_dir() -> Path:
-    return Path(settings.DATA_DIR) / "models" / "house"
 
 
 class Command(BaseCommand):
