@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -27,7 +25,7 @@ from models_gpu.spec.miniature import (
 )
 from models_gpu.spec.online import single_turn_baseline
 from webapp.accounts.models import User
-from webapp.accounts.services import user_create
+from webapp.accounts.services import DEMO_USERNAME, user_create
 from webapp.experiments.services import lic_experiment_create
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.services import model_spec_register
@@ -41,16 +39,14 @@ from webapp.runs.services import (
 )
 from webapp.tasks.models import Task, TaskSet
 from webapp.tasks.services import task_add, task_set_create
+from webapp.training.miniature import MINIATURE_HELDOUT_TASK_SET, MINIATURE_TASK_SET
 from webapp.training.services import online_training_run_config, training_run_create
 
-DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "dialab-demo"
 DEMO_TASK_SET = "Arithmetic (demo)"
 SHARDED_TASK_SET = "Sharded arithmetic (demo)"
 HOUSE_TASK_SET = "Small arithmetic (house model demo)"
 HOUSE_MODEL = "house"  # the ModelSpec that build_house_model registers
-MINIATURE_TASK_SET = "Guess the number (miniature: training)"
-MINIATURE_HELDOUT_TASK_SET = "Guess the number (miniature: held out)"
 MINIATURE_STUDENT = "house, sampled (miniature)"
 MINIATURE_RUN = "Miniature SML: house model learns to use feedback (seed 0)"
 SHARDED_STUDENT = "scripted sharded student"
@@ -292,29 +288,6 @@ def _add_arithmetic_task(
         domain="arithmetic",
         shards=shards,
     )
-
-
-@transaction.atomic
-def demo_miniature_task_sets_create(
-    *, training: Sequence[Mapping[str, Any]], heldout: Sequence[Mapping[str, Any]]
-) -> bool:
-    """The miniature reproduction's task sets (``task_add``'s fields of each task), once;
-    False when they exist or there is no demo user."""
-    user = User.objects.filter(username=DEMO_USERNAME).first()
-    if user is None or TaskSet.objects.filter(name=MINIATURE_TASK_SET).exists():
-        return False
-    for name, tasks, what in (
-        (MINIATURE_TASK_SET, training, "trained on"),
-        (MINIATURE_HELDOUT_TASK_SET, heldout, "held out: ranges never trained on"),
-    ):
-        task_set = task_set_create(
-            name=name,
-            description=f"Guess a hidden number in a range of 8 from too high / too low ({what}).",
-            created_by=user,
-        )
-        for task in tasks:
-            task_add(task_set=task_set, **task)
-    return True
 
 
 def demo_miniature_run() -> Run | None:

@@ -135,7 +135,8 @@ class Command(BaseCommand):
         return out
 
     def _demo_task_sets(self, split: tuple[list[Any], list[Any]]) -> None:
-        from webapp.demo.services import demo_miniature_task_sets_create
+        from webapp.accounts.services import DEMO_USERNAME
+        from webapp.training.miniature import miniature_task_sets_create
 
         def fields(task: Any) -> dict[str, Any]:
             return {
@@ -144,7 +145,9 @@ class Command(BaseCommand):
             }  # fmt: skip
 
         training, heldout = ([fields(task) for task in tasks] for tasks in split)
-        if demo_miniature_task_sets_create(training=training, heldout=heldout):
+        if miniature_task_sets_create(
+            owner_username=DEMO_USERNAME, training=training, heldout=heldout
+        ):
             self.stdout.write(
                 f"Added the miniature's task sets to the demo: {len(training)} training tasks, "
                 f"{len(heldout)} held out."
