@@ -1,10 +1,12 @@
-"""The "standard library only" contract that keeps models_gpu.spec free of other packages."""
+"""The contract types of tests/import_contracts.py: "standard library only", which keeps
+models_gpu.spec free of other packages, and "forbidden submodules", which keeps django.http out
+of the workers."""
 
 from __future__ import annotations
 
 import grimp
 
-from tests.import_contracts import StdlibOnlyContract
+from tests.import_contracts import ForbiddenSubmodulesContract, StdlibOnlyContract
 
 
 def spec_graph(*imports: tuple[str, str]) -> grimp.ImportGraph:
@@ -47,4 +49,38 @@ def test_third_party_packages_and_the_rest_of_models_gpu_are_broken_imports() ->
         ("models_gpu.spec", "models_gpu.engine", [3]),
         ("models_gpu.spec.run", "django", [3]),
         ("models_gpu.spec.run", "pydantic", [3]),
+    ]
+
+
+def workers_graph(*lines: str) -> grimp.ImportGraph:
+    """``workers.tasks`` importing django with each of ``lines``, numbered from 1."""
+    graph = grimp.ImportGraph()
+    for module in ("workers", "workers.tasks"):
+        graph.add_module(module)
+    graph.add_module("django", is_squashed=True)
+    for number, line in enumerate(lines, start=1):
+        graph.add_import(
+            importer="workers.tasks", imported="django", line_number=number, line_contents=line
+        )
+    return graph
+
+
+def test_a_forbidden_part_of_a_package_is_found_however_the_line_imports_it() -> None:
+    contract = ForbiddenSubmodulesContract(
+        "http", {}, {"source_modules": ["workers"], "forbidden_modules": ["django.http"]}
+    )
+    graph = workers_graph(
+        "from django.db import transaction",
+        "from django.http import QueryDict",
+        "from django import http",
+        "import django.http.request",
+        "from django.conf import settings",
+        "from django.httpx import nothing",  # a name that only starts alike
+    )
+    result = contract.check(graph, verbose=False)
+    assert not result.kept
+    assert result.metadata["violations"] == [
+        ("workers.tasks", "django.http", [2]),
+        ("workers.tasks", "django.http", [3]),
+        ("workers.tasks", "django.http", [4]),
     ]
