@@ -59,21 +59,10 @@ from models_gpu.spec.templates import render_for_dialogue, resolve_templates
 from models_gpu.spec.training import TrainingConfig, TrainingConfigError
 from models_gpu.training.rollouts import rollout_tokens
 from models_gpu.training.trainer import (
-    FINAL_DIR,
     LogCallback,
-    claim_output,
-    common_arguments,
-    finished_summary,
-    last_checkpoint,
-    load_model,
-    load_tokenizer,
+    TrainerSession,
     logged,
-    lora_config,
-    run_trainer,
-    save_final,
-    step_report,
-    stop_callback,
-    training_device,
+    progress_callback,
 )
 from models_gpu.types import DialogueJob, DialogueResult, Generator, TaskSpec
 
@@ -178,6 +167,13 @@ class Rollouts:
         self.on_rollouts = on_rollouts
         self.figures: RolloutFigures | None = None  # the last step's
         self.finished_at = time.perf_counter()
+
+    def begin(self, state: Any) -> None:
+        """Nothing to do when training starts (``StepFigures``)."""
+
+    def step_figures(self, state: Any) -> Mapping[str, Any]:
+        """The step's rollouts (``StepFigures``)."""
+        return {"rollouts": self.figures}
 
     def policy_params(self) -> dict[str, Any]:
         return {
@@ -315,32 +311,26 @@ def train_online(
             f"tasks_per_step is {online.tasks_per_step} but there are only {len(tasks)} "
             "training tasks"
         )
-    started = time.perf_counter()
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    from accelerate import PartialState
-    from datasets import Dataset  # type: ignore[import-untyped]
-    from transformers import PrinterCallback
-
-    processes = PartialState()
     identity = {
         "training": training.to_json(),
         "online": online.to_json(),
         "protocol": json.loads(json.dumps(asdict(protocol), default=str)),
         "tasks": [task.task_id for task in tasks],
     }
-    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
-    with processes.main_process_first():
-        claim_output(out, config=identity, config_hash=digest, base_model=str(base_model))
-    stored = finished_summary(out, started)
-    if stored is not None:
-        return stored
+    session = TrainerSession(
+        training,
+        base_model=base_model,
+        output_dir=output_dir,
+        identity=identity,
+        identity_hash=hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest(),
+        should_stop=should_stop,
+    )
+    if session.finished is not None:
+        return session.finished
+    from datasets import Dataset  # type: ignore[import-untyped]
 
-    device, bf16 = training_device(training)
-    tokenizer = load_tokenizer(base_model)
-    resume = last_checkpoint(out)
-    model = load_model(base_model, training, bf16)
-    lora = training.finetuning == "lora"
+    tokenizer = session.start()
+    model = session.load_model()
     rollouts = Rollouts(
         tasks=tasks,
         protocol=protocol,
@@ -358,58 +348,35 @@ def train_online(
         params=dict(heldout_params or {"temperature": 0.0}),
         on_log=on_log,
     )
-    stopper = stop_callback(should_stop or (lambda: False))
-    progress = _progress_callback(rollouts, evaluation, online, on_log)
+    schedule = _schedule_callback(rollouts, evaluation, online)
     trainer = _trainer_class()(
         model=model,
         reward_funcs=[reward_from_rollout],
-        args=_grpo_arguments(training, online, out, device, bf16),
+        args=_grpo_arguments(training, online, session.arguments()),
         train_dataset=Dataset.from_dict({"prompt": [str(i) for i in range(len(tasks))]}),
         processing_class=tokenizer,
-        peft_config=lora_config(training) if lora else None,
+        peft_config=session.peft_config(),
         rollout_func=rollouts,
-        callbacks=[progress, stopper],
+        callbacks=session.callbacks(progress_callback(on_log, rollouts), schedule),
     )
-    progress.trainer = trainer
-    trainer.remove_callback(PrinterCallback)
-    state = run_trainer(trainer, device, resume)
-    stopped = bool(stopper.stopped) and state.global_step < state.max_steps
-    if not stopped:
+    schedule.trainer = trainer
+    state = session.run(trainer)
+    if not session.stopped:
         evaluation.run(trainer, state.global_step)
-    result = TrainResult(
-        final_dir=None,
-        stopped=stopped,
-        resumed_from=str(resume) if resume else None,
-        global_step=state.global_step,
-        total_steps=state.max_steps,
-        epoch=float(state.epoch or 0.0),
-        wall_seconds=0.0,
-        reward_history=logged(state, "reward"),
-        heldout=tuple(evaluation.history),
+    result = session.result(
+        reward_history=logged(state, "reward"), heldout=tuple(evaluation.history)
     )
-    if not stopped:
-        final = out / FINAL_DIR
-        result = replace(result, final_dir=str(final))
-        if processes.is_main_process:
-            summary = {
-                "what": "A Dialab student trained by online SML (models_gpu.training.online).",
-                "base_model": str(base_model),
-                "config": identity,
-                "config_hash": digest,
-                "result": result.to_json(),
-            }
-            save_final(trainer, tokenizer, out, summary=summary, lora=lora)
-        processes.wait_for_everyone()
-    return replace(result, wall_seconds=round(time.perf_counter() - started, 3))
+    summary = {"what": "A Dialab student trained by online SML (models_gpu.training.online)."}
+    return session.save(trainer, result, summary)
 
 
 def _grpo_arguments(
-    training: TrainingConfig, online: OnlineConfig, out: Path, device: Any, bf16: bool
+    training: TrainingConfig, online: OnlineConfig, common: Mapping[str, Any]
 ) -> Any:
     from trl.trainer.grpo_config import GRPOConfig
 
     return GRPOConfig(
-        **common_arguments(training, out, device, bf16),
+        **common,
         # One step: tasks_per_step tasks x group_size dialogues, one update on them.
         per_device_train_batch_size=online.dialogues_per_step,
         gradient_accumulation_steps=1,
@@ -469,14 +436,11 @@ class _HeldOut:
             self.on_log(report)
 
 
-def _progress_callback(
-    rollouts: Rollouts, evaluation: _HeldOut, online: OnlineConfig, on_log: LogCallback | None
-) -> Any:
+def _schedule_callback(rollouts: Rollouts, evaluation: _HeldOut, online: OnlineConfig) -> Any:
     from transformers import TrainerCallback
 
-    class Progress(TrainerCallback):  # type: ignore[misc]
-        """Reports each step (TRL's log with the rollouts' metrics) and runs the held-out
-        evaluations when they are due."""
+    class Schedule(TrainerCallback):  # type: ignore[misc]
+        """Times each step's update and runs the held-out evaluations when they are due."""
 
         trainer: Any = None  # set once the trainer exists: the evaluation plays its model
 
@@ -491,12 +455,4 @@ def _progress_callback(
             if online.eval_every and state.global_step % online.eval_every == 0:
                 evaluation.run(self.trainer, state.global_step)
 
-        def on_log(
-            self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any
-        ) -> None:
-            if not logs or "loss" not in logs:
-                return
-            if on_log is not None and state.is_world_process_zero:
-                on_log(step_report(state, logs, rollouts=rollouts.figures))
-
-    return Progress()
+    return Schedule()

@@ -39,6 +39,9 @@ Device and precision (``models_gpu.devices``): "auto" trains on CUDA when there 
 AVX512-BF16 / AMX), else float32; "bfloat16" is mixed precision too (float32 master weights),
 except that LoRA then loads the frozen base in bfloat16. "cuda:N" makes GPU N this process's
 current CUDA device. On CPU, torch uses ``devices.training_threads()`` threads while training.
+
+All of this but the dataset is ``TrainerSession``'s, which online GRPO (``online.train_online``)
+shares, with one callback reporting progress (``progress_callback``).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from models_gpu.devices import resolve_device, training_autocast, training_threads
 from models_gpu.spec.reports import DatasetStats, Report, StepReport, TrainResult
@@ -99,84 +102,163 @@ def train(
     problems = config.problems()
     if problems:
         raise TrainingConfigError(problems)
-    started = time.perf_counter()
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    from accelerate import PartialState
-    from transformers import PrinterCallback
+    session = TrainerSession(
+        config,
+        base_model=base_model,
+        output_dir=output_dir,
+        identity=config.to_json(),
+        identity_hash=config.config_hash(),
+        should_stop=should_stop,
+    )
+    if session.finished is not None:
+        return session.finished
     from trl.trainer.sft_trainer import SFTTrainer
 
-    # Under ``accelerate launch`` (one process per GPU: launch.py) the main process claims the
-    # directory and writes the dataset; the others wait, then read what it wrote.
-    processes = PartialState()
-    with processes.main_process_first():
-        claim_output(
-            out,
-            config=config.to_json(),
-            config_hash=config.config_hash(),
-            base_model=str(base_model),
-        )
-    finished = finished_summary(out, started)
-    if finished is not None:
-        return finished
-
-    device, bf16 = training_device(config)
-    tokenizer = load_tokenizer(base_model)
-    with processes.main_process_first():
-        dataset, stats = _dataset(out, tokenizer, config, examples, write_question)
+    tokenizer = session.start()
+    # The main process writes the dataset; the others wait, then read what it wrote.
+    with session.processes.main_process_first():
+        dataset, stats = _dataset(session.out, tokenizer, config, examples, write_question)
     close_writer = getattr(write_question, "close", None)
     if close_writer is not None:  # a model writer lets its model go before training
         close_writer()
-    resume = last_checkpoint(out)
-
-    model = load_model(base_model, config, bf16)
-    lora = config.finetuning == "lora"
-    progress = _progress_callback(on_log)
-    stopper = stop_callback(should_stop or (lambda: False))
     trainer = SFTTrainer(
-        model=model,
-        args=_arguments(config, out, device, bf16),
+        model=session.load_model(),
+        args=_arguments(config, session.arguments()),
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=lora_config(config) if lora else None,
-        callbacks=[progress, stopper],
+        peft_config=session.peft_config(),
+        callbacks=session.callbacks(progress_callback(on_log, Throughput())),
     )
-    trainer.remove_callback(PrinterCallback)  # on_log reports; nothing is printed
-    state = run_trainer(trainer, device, resume)
-    stopped = bool(stopper.stopped) and state.global_step < state.max_steps
+    state = session.run(trainer)
     losses = logged(state, "loss")
-    result = TrainResult(
-        final_dir=None,
-        stopped=stopped,
-        resumed_from=str(resume) if resume else None,
-        global_step=state.global_step,
-        total_steps=state.max_steps,
-        epoch=float(state.epoch or 0.0),
-        wall_seconds=0.0,
+    result = session.result(
         dataset=stats,
         loss_history=losses,
         loss_first=losses[0][1] if losses else None,
         loss_last=losses[-1][1] if losses else None,
     )
-    if not stopped:
-        final = out / FINAL_DIR
-        if processes.is_main_process:
-            summary = {
-                "what": "A Dialab student fine-tuned on stored dialogues (models_gpu.training).",
-                "base_model": str(base_model),
-                "config": config.to_json(),
-                "config_hash": config.config_hash(),
-                "global_step": result.global_step,
-                "epoch": result.epoch,
-                "dataset": asdict(stats),
-                "loss_first": result.loss_first,
-                "loss_last": result.loss_last,
-                "result": replace(result, final_dir=str(final)).to_json(),
-            }
-            save_final(trainer, tokenizer, out, summary=summary, lora=lora)
-        processes.wait_for_everyone()
-        result = replace(result, final_dir=str(final))
-    return replace(result, wall_seconds=round(time.perf_counter() - started, 3))
+    summary = {
+        "what": "A Dialab student fine-tuned on stored dialogues (models_gpu.training).",
+        "global_step": result.global_step,
+        "epoch": result.epoch,
+        "dataset": asdict(stats),
+        "loss_first": result.loss_first,
+        "loss_last": result.loss_last,
+    }
+    return session.save(trainer, result, summary)
+
+
+class TrainerSession:
+    """One training in its output directory, the lifecycle every Dialab trainer shares (SFT:
+    ``train``; online GRPO: ``online.train_online``); the trainer itself is the caller's.
+
+    Made, it claims the directory for this training (``claim_output``: ``identity`` and its
+    hash, and the base model) and reads what a finished run left there (``finished``: then
+    there is nothing to do). ``start`` picks the device and loads the tokenizer;
+    ``load_model`` finds the checkpoint to resume from and loads the base model; the trainer
+    is built with ``arguments()``, ``peft_config()`` and ``callbacks(...)`` (the stop callback
+    last); ``run`` trains; ``result`` is what it did; ``save`` writes ``final/`` (unless
+    stopped) and times the whole call.
+
+    Under ``accelerate launch`` (one process per GPU: launch.py) the main process claims the
+    directory and writes the final model; the others wait for it (``processes``).
+    """
+
+    def __init__(
+        self,
+        training: TrainingConfig,
+        *,
+        base_model: str | Path,
+        output_dir: str | Path,
+        identity: Mapping[str, Any],
+        identity_hash: str,
+        should_stop: Callable[[], bool] | None,
+    ) -> None:
+        self.started = time.perf_counter()
+        self.training = training
+        self.base_model = base_model
+        self.identity, self.identity_hash = identity, identity_hash
+        self.out = Path(output_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        from accelerate import PartialState
+
+        self.processes = PartialState()
+        with self.processes.main_process_first():
+            claim_output(
+                self.out, config=identity, config_hash=identity_hash, base_model=str(base_model)
+            )
+        self.finished = finished_summary(self.out, self.started)
+        self.stopper = stop_callback(should_stop or (lambda: False))
+        self.resume: Path | None = None
+        self.stopped = False
+
+    @property
+    def lora(self) -> bool:
+        return self.training.finetuning == "lora"
+
+    def start(self) -> Any:
+        """Pick the device (and precision); the base model's tokenizer."""
+        self.device, self.bf16 = training_device(self.training)
+        self.tokenizer = load_tokenizer(self.base_model)
+        return self.tokenizer
+
+    def load_model(self) -> Any:
+        """The base model to train; the newest complete checkpoint is what ``run`` resumes."""
+        self.resume = last_checkpoint(self.out)
+        return load_model(self.base_model, self.training, self.bf16)
+
+    def arguments(self) -> dict[str, Any]:
+        return common_arguments(self.training, self.out, self.device, self.bf16)
+
+    def peft_config(self) -> Any:
+        return lora_config(self.training) if self.lora else None
+
+    def callbacks(self, *callbacks: Any) -> list[Any]:
+        """The trainer's callbacks: ``callbacks``, then the stop callback."""
+        return [*callbacks, self.stopper]
+
+    def run(self, trainer: Any) -> Any:
+        """Train (from the checkpoint ``load_model`` found); the trainer's state at the end."""
+        from transformers import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # on_log reports; nothing is printed
+        state = run_trainer(trainer, self.device, self.resume)
+        self.state = state
+        self.stopped = bool(self.stopper.stopped) and state.global_step < state.max_steps
+        return state
+
+    def result(self, **figures: Any) -> TrainResult:
+        """What ``run`` did, with the trainer's own ``figures`` (no final model yet)."""
+        state = self.state
+        return TrainResult(
+            final_dir=None,
+            stopped=self.stopped,
+            resumed_from=str(self.resume) if self.resume else None,
+            global_step=state.global_step,
+            total_steps=state.max_steps,
+            epoch=float(state.epoch or 0.0),
+            wall_seconds=0.0,
+            **figures,
+        )
+
+    def save(self, trainer: Any, result: TrainResult, summary: Mapping[str, Any]) -> TrainResult:
+        """Unless it stopped on a cancel, the trained model in ``final/`` with ``summary`` (and
+        the base model, the identity and the result a rerun returns); ``result`` with its
+        final directory and this call's wall time."""
+        if not result.stopped:
+            final = self.out / FINAL_DIR
+            result = replace(result, final_dir=str(final))
+            if self.processes.is_main_process:
+                written = {
+                    **summary,
+                    "base_model": str(self.base_model),
+                    "config": dict(self.identity),
+                    "config_hash": self.identity_hash,
+                    "result": result.to_json(),
+                }
+                save_final(trainer, self.tokenizer, self.out, summary=written, lora=self.lora)
+            self.processes.wait_for_everyone()
+        return replace(result, wall_seconds=round(time.perf_counter() - self.started, 3))
 
 
 def training_device(config: TrainingConfig) -> tuple[torch.device, bool]:
@@ -444,11 +526,11 @@ def common_arguments(
     }
 
 
-def _arguments(config: TrainingConfig, out: Path, device: torch.device, bf16: bool) -> Any:
+def _arguments(config: TrainingConfig, common: Mapping[str, Any]) -> Any:
     from trl.trainer.sft_config import SFTConfig
 
     return SFTConfig(
-        **common_arguments(config, out, device, bf16),
+        **common,
         per_device_train_batch_size=config.batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps,
         activation_offloading=False,
@@ -481,29 +563,49 @@ def lora_config(config: TrainingConfig) -> Any:
     )
 
 
-def _progress_callback(on_log: LogCallback | None) -> Any:
+class StepFigures(Protocol):
+    """What a trainer adds to each step it reports (``progress_callback``)."""
+
+    def begin(self, state: Any) -> None:
+        """Training starts (or resumes) at ``state``."""
+
+    def step_figures(self, state: Any) -> Mapping[str, Any]:
+        """The ``StepReport`` fields of the step just logged, beyond the trainer's own log."""
+
+
+class Throughput:
+    """Fine-tuning's figures: the tokens trained per second since the last logged step."""
+
+    def __init__(self) -> None:
+        self.since = time.perf_counter()
+        self.tokens = 0
+
+    def begin(self, state: Any) -> None:
+        self.since, self.tokens = time.perf_counter(), int(state.num_input_tokens_seen)
+
+    def step_figures(self, state: Any) -> Mapping[str, Any]:
+        now, tokens = time.perf_counter(), int(state.num_input_tokens_seen)
+        elapsed = now - self.since
+        speed = (tokens - self.tokens) / elapsed if elapsed > 0 else None
+        self.since, self.tokens = now, tokens
+        return {"tokens_per_second": speed}
+
+
+def progress_callback(on_log: LogCallback | None, figures: StepFigures) -> Any:
+    """The callback that reports each logged step to ``on_log``: a ``StepReport`` of the
+    trainer's log with what ``figures`` adds, once per step, from the main process."""
     from transformers import TrainerCallback
 
     class Progress(TrainerCallback):  # type: ignore[misc]
-        """Passes each training log to ``on_log`` with the step and the throughput."""
-
-        def __init__(self) -> None:
-            self.since = time.perf_counter()
-            self.tokens = 0
-
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            self.since, self.tokens = time.perf_counter(), int(state.num_input_tokens_seen)
+            figures.begin(state)
 
         def on_log(
             self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any
         ) -> None:
             if on_log is None or not logs or "loss" not in logs or not state.is_world_process_zero:
                 return  # one report per step, from the main process
-            now, tokens = time.perf_counter(), int(state.num_input_tokens_seen)
-            elapsed = now - self.since
-            speed = (tokens - self.tokens) / elapsed if elapsed > 0 else None
-            self.since, self.tokens = now, tokens
-            on_log(step_report(state, logs, tokens_per_second=speed))
+            on_log(step_report(state, logs, **figures.step_figures(state)))
 
     return Progress()
 
