@@ -40,4 +40,4 @@ COPY templates ./templates
 COPY static ./static
 
 USER 10001:10001
-CMD ["celery", "-A", "webapp", "worker", "--queues=default", "--loglevel=INFO", "--hostname=cpu@%h"]
+CMD ["celery", "-A", "webapp", "worker", "--queues=interactive", "--concurrency=2", "--prefetch-multiplier=1", "--loglevel=INFO", "--hostname=interactive@%h"]

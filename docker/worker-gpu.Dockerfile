@@ -61,4 +61,4 @@ COPY static ./static
 USER 10001:10001
 # One job at a time, no prefetching: a GPU holds one model run. A fresh child process per job
 # hands all GPU memory back between jobs (CUDA caches and vLLM do not release it reliably).
-CMD ["celery", "-A", "webapp", "worker", "--queues=gpu", "--concurrency=1", "--prefetch-multiplier=1", "--max-tasks-per-child=1", "--loglevel=INFO", "--hostname=gpu@%h"]
+CMD ["celery", "-A", "webapp", "worker", "--queues=gpu", "--concurrency=1", "--prefetch-multiplier=1", "--max-tasks-per-child=1", "--loglevel=INFO", "--hostname=batch@%h"]

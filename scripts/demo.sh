@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set Dialab up on this machine and start it with the embedded defaults (SQLite and a file-based
-# broker under ./data), a real Celery worker, and a demo project. Ctrl-C stops everything.
+# broker under ./data), two real Celery workers (interactive work, batch runs), and a demo
+# project. Ctrl-C stops everything.
 # While the pages are up, the house model trains in the background (a few minutes on a laptop
 # CPU; log: data/house-model.log), its demo run is launched when it is ready, and the miniature
 # SML reproduction's tasks are added for the home page's button.
@@ -16,14 +17,19 @@ $py manage.py migrate --no-input -v 0
 $py manage.py demo_project
 
 mkdir -p data
-echo "==> Starting the Celery worker (log: data/worker.log)"
-$py -m celery -A webapp worker --queues=default,gpu --pool=solo --concurrency=1 \
-  --prefetch-multiplier=1 --loglevel=INFO --hostname="demo@%h" >data/worker.log 2>&1 &
+# One worker per queue (webapp.core.queues), so a playground reply or a "Try it" never waits
+# behind an evaluation or a training run.
+echo "==> Starting the Celery workers (logs: data/worker-interactive.log, data/worker.log)"
+$py -m celery -A webapp worker --queues=interactive --pool=solo --concurrency=1 \
+  --prefetch-multiplier=1 --loglevel=INFO --hostname="interactive@%h" >data/worker-interactive.log 2>&1 &
+interactive_pid=$!
+$py -m celery -A webapp worker --queues=gpu --pool=solo --concurrency=1 \
+  --prefetch-multiplier=1 --loglevel=INFO --hostname="batch@%h" >data/worker.log 2>&1 &
 worker_pid=$!
 echo "==> Training the house model in the background (log: data/house-model.log)"
 ($py manage.py build_house_model && $py manage.py demo_project && $py manage.py sml_miniature --demo-task-sets) >data/house-model.log 2>&1 &
 house_pid=$!
-trap 'pkill -P "$house_pid" 2>/dev/null; kill "$worker_pid" "$house_pid" 2>/dev/null; wait 2>/dev/null || true' EXIT INT TERM
+trap 'pkill -P "$house_pid" 2>/dev/null; kill "$interactive_pid" "$worker_pid" "$house_pid" 2>/dev/null; wait 2>/dev/null || true' EXIT INT TERM
 
 cat <<MSG
 

@@ -18,6 +18,7 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from models_gpu.spec.credentials import key_env_rule
+from webapp.core import queues
 from webapp.envconfig import (
     broker_url,
     cache_config,
@@ -277,19 +278,25 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_TASK_DEFAULT_QUEUE = "default"
-# Declared so that workers, purges and inspection know both queues by name.
-CELERY_TASK_QUEUES = {"default": {}, "gpu": {}}
+# One queue per kind of work (webapp.core.queues): interactive work is the default, so nothing
+# a person waits for lands behind a batch job; runs are sent to their own queue at dispatch (a run
+# with a person in it is interactive), the route below is only a fallback.
+CELERY_TASK_DEFAULT_QUEUE = queues.INTERACTIVE
+# Declared so that workers, purges and inspection know every queue by name.
+CELERY_TASK_QUEUES = {queue.name: {} for queue in queues.QUEUES}
 CELERY_TASK_ROUTES = {
-    # Generation and training need the model host; everything else is light CPU work.
-    "workers.tasks.run_evaluation": {"queue": "gpu"},
-    "workers.tasks.run_training": {"queue": "gpu"},
-    # Imports, generation and verification stay on the default (CPU) queue.
+    "workers.tasks.run_evaluation": {"queue": queues.BATCH},
+    "workers.tasks.run_training": {"queue": queues.BATCH},
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# The Workers page and the "waiting for" notes ask the workers what they serve and run
+# (webapp.core.workers): each ask waits this long for their answers, and is reused this long.
+DIALAB_WORKER_INSPECT_SECONDS = env_int("DIALAB_WORKER_INSPECT_MS", 1000, minimum=50) / 1000
+DIALAB_WORKER_INSPECT_CACHE_SECONDS = env_int("DIALAB_WORKER_INSPECT_CACHE_SECONDS", 5, minimum=1)
 
 # How often a running job records that it is alive (the run page and a sweeper read it).
 DIALAB_HEARTBEAT_SECONDS = env_int("DIALAB_HEARTBEAT_SECONDS", 5, minimum=1)

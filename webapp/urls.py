@@ -17,6 +17,7 @@ urlpatterns = [
     path("task-sets/", include("webapp.tasks.imports.urls")),
     path("models/", include("webapp.models_registry.urls")),
     path("runs/", include("webapp.runs.urls")),
+    path("workers/", include("webapp.runs.workers_urls")),
     path("dialogues/export/", include("webapp.dialogues.export_urls")),
     path("dialogues/", include("webapp.dialogues.urls")),
     path("annotations/", include("webapp.annotations.urls")),

@@ -20,8 +20,10 @@ import pytest
 from django.db import connection
 
 from tests.conftest import CHROMIUM
+from webapp.core.queues import QUEUES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+ALL_QUEUES = tuple(queue.name for queue in QUEUES)
 WORKER_READY_TIMEOUT = 90
 
 
@@ -40,16 +42,17 @@ def test_database_url() -> str:
 
 class WorkerProcess:
     """A `celery worker` subprocess whose output is kept for assertions and failure reports.
-    ``number`` tells the workers of one test apart (each needs its own node name)."""
+    ``number`` tells the workers of one test apart (each needs its own node name); it serves
+    ``queues`` (every queue unless told)."""
 
-    def __init__(self, number: int = 0) -> None:
+    def __init__(self, number: int = 0, queues: tuple[str, ...] = ALL_QUEUES) -> None:
         self.lines: list[str] = []
         self.ready = threading.Event()
         env = {**os.environ, "DATABASE_URL": test_database_url(), "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(
             [
                 sys.executable, "-m", "celery", "-A", "webapp", "worker",
-                "--queues=default,gpu", "--pool=solo", "--concurrency=1",
+                f"--queues={','.join(queues)}", "--pool=solo", "--concurrency=1",
                 "--prefetch-multiplier=1", "--without-gossip", "--without-mingle",
                 "--loglevel=INFO", f"--hostname=e2e-{os.getpid()}-{number}@%h",
             ],
@@ -94,8 +97,8 @@ def start_worker(transactional_db: None) -> Iterator[WorkerProcess]:
     """A function that starts a real worker when the test chooses; workers stop at teardown."""
     started: list[WorkerProcess] = []
 
-    def start() -> WorkerProcess:
-        worker = WorkerProcess(number=len(started))
+    def start(queues: tuple[str, ...] = ALL_QUEUES) -> WorkerProcess:
+        worker = WorkerProcess(number=len(started), queues=queues)
         started.append(worker)
         worker.wait_ready()
         return worker

@@ -145,7 +145,7 @@ class PreforkWorker:
         self.process = subprocess.Popen(
             [
                 sys.executable, "-m", "celery", "-A", "webapp", "worker",
-                "--queues=default,gpu", "--pool=prefork", "--concurrency=1",
+                f"--queues={','.join(e2e.ALL_QUEUES)}", "--pool=prefork", "--concurrency=1",
                 "--prefetch-multiplier=1", "--without-gossip", "--without-mingle",
                 "--loglevel=INFO", f"--hostname=prefork-{os.getpid()}@%h",
             ],

@@ -19,14 +19,31 @@ from webapp.celery import app as celery_app
 
 
 def enqueue_on_commit(
-    task_name: str, *args: Any, on_sent: Callable[[], object] | None = None
+    task_name: str,
+    *args: Any,
+    queue: str | None = None,
+    on_sent: Callable[[str], object] | None = None,
 ) -> None:
-    """Send ``task_name(*args)`` once the transaction commits; then call ``on_sent``, which
-    runs only if the send did not raise (to record that the job reached the broker)."""
-    transaction.on_commit(partial(_send, task_name, args, on_sent))
+    """Send ``task_name(*args)`` once the transaction commits, to ``queue`` (else the task's
+    route in ``CELERY_TASK_ROUTES``, else the interactive queue); then call ``on_sent`` with the
+    job's id, which runs only if the send did not raise (to record that it reached the broker)."""
+    transaction.on_commit(partial(_send, task_name, args, queue, on_sent))
 
 
-def _send(task_name: str, args: tuple[Any, ...], on_sent: Callable[[], object] | None) -> None:
-    celery_app.signature(task_name, args=args).apply_async()
+def _send(
+    task_name: str,
+    args: tuple[Any, ...],
+    queue: str | None,
+    on_sent: Callable[[str], object] | None,
+) -> None:
+    options = {"queue": queue} if queue else {}
+    job = celery_app.signature(task_name, args=args).apply_async(**options)
     if on_sent is not None:
-        on_sent()
+        on_sent(job.id)
+
+
+def revoke(job_id: str) -> None:
+    """Tell the workers to drop a job not started yet: whichever worker takes its message
+    acknowledges and discards it. A worker that starts later does not know it; the job's own
+    check (a cancelled run cannot be claimed) stops it there."""
+    celery_app.control.revoke(job_id)

@@ -45,6 +45,16 @@ def inbox(*, user: User) -> QuerySet[PendingTurn]:
     )
 
 
+def runs_playing_my_answers(*, user: User) -> QuerySet[Run]:
+    """The queued runs that hold ``user``'s answers for the model to reply to: what their
+    inbox says they wait for."""
+    return Run.objects.filter(
+        status=Run.Status.QUEUED,
+        pending_turns__answered_by=user,
+        pending_turns__status=PendingTurn.Status.ANSWERED,
+    ).distinct()
+
+
 def pending_for(*, pk: int, user: User) -> PendingTurn:
     """A turn ``user`` may see: theirs to answer, or any turn for a researcher (who reassigns
     and ends them). ``PendingTurn.DoesNotExist`` otherwise."""

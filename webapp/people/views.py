@@ -57,7 +57,8 @@ def inbox(request: HttpRequest) -> HttpResponse:
     user = _user(request)
     page = Paginator(selectors.inbox(user=user), TURNS_PER_PAGE).get_page(request.GET.get("page"))
     rows = [{"pending": pending, "holder": _holder(pending, user)} for pending in page]
-    return render(request, "people/inbox.html", {"page": page, "rows": rows})
+    waiting = selectors.runs_playing_my_answers(user=user)
+    return render(request, "people/inbox.html", {"page": page, "rows": rows, "waiting": waiting})
 
 
 def _refusal(pending: PendingTurn, user: User) -> str:

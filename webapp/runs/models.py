@@ -9,6 +9,7 @@ from django.utils import timezone
 from models_gpu.spec.protocol import MODES, SELF_CORRECTION_STYLES
 from models_gpu.spec.run import RunConfig
 from models_gpu.spec.training_run import TrainingRunConfig
+from webapp.core import queues
 
 
 class Protocol(models.Model):
@@ -160,6 +161,14 @@ class Run(models.Model):
     error = models.TextField(blank=True)
     cancel_requested = models.BooleanField(default=False)
     worker = models.CharField(max_length=200, blank=True)
+    queue = models.CharField(
+        max_length=32,
+        default=queues.BATCH,
+        help_text="The Celery queue its jobs go to (webapp.core.queues.run_queue).",
+    )
+    job_id = models.CharField(
+        max_length=64, blank=True, help_text="The Celery id of its latest job (revoked on cancel)."
+    )
     attempts = models.PositiveSmallIntegerField(
         default=0, help_text="How many times a worker claimed the run (more than 1: resumed)."
     )
@@ -227,6 +236,14 @@ class Run(models.Model):
         if self.started_at is None:
             return None
         return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
+
+    @property
+    def seconds_left(self) -> float | None:
+        """A guess at the time to its end, from its pace so far (None until it made progress)."""
+        elapsed = self.elapsed_seconds
+        if elapsed is None or self.is_finished or not self.progress_done:
+            return None
+        return elapsed * max(self.progress_total - self.progress_done, 0) / self.progress_done
 
     @property
     def progress_percent(self) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import F, Q
-from django.db.models.functions import Now
+from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from models_gpu.spec.protocol import ProtocolSpec, protocol_problems
@@ -30,7 +30,8 @@ from models_gpu.spec.run import (
 )
 from models_gpu.spec.settings import Problem
 from webapp.accounts.models import User
-from webapp.core.dispatch import enqueue_on_commit
+from webapp.core import queues
+from webapp.core.dispatch import enqueue_on_commit, revoke
 from webapp.dialogues.models import Dialogue
 from webapp.dialogues.services import dialogues_store
 from webapp.metrics.partial import BatchInPlay
@@ -230,36 +231,50 @@ def evaluation_run_from_config(
         config_hash=config.config_hash(),
         progress_total=config.dialogue_count,
         created_by=created_by,
+        queue=queues.run_queue(people=bool(config.people_roles())),
     )
     if config.people_roles():
         run.people.set(people or ([created_by] if created_by else []))
-    run_dispatch_on_commit(run_id=run.pk, kind=run.kind)
+    run_dispatch_on_commit(run_id=run.pk, kind=run.kind, queue=run.queue)
     return run
 
 
-def run_dispatch_on_commit(*, run_id: int, kind: str) -> None:
-    """Send the run's job after the transaction commits, and record that it reached the broker.
+def run_dispatch_on_commit(*, run_id: int, kind: str, queue: str) -> None:
+    """Send the run's job to its ``queue`` after the transaction commits, and record that it
+    reached the broker, and as which job.
 
     A run still queued with no ``dispatched_at`` was never sent (the web process died between
     the commit and the send, or the broker was down); ``runs_recover`` sends it again.
     """
-    enqueue_on_commit(RUN_TASKS[kind], run_id, on_sent=partial(_mark_dispatched, run_id))
+    enqueue_on_commit(
+        RUN_TASKS[kind], run_id, queue=queue, on_sent=partial(_mark_dispatched, run_id)
+    )
 
 
-def _mark_dispatched(run_id: int) -> None:
-    Run.objects.filter(pk=run_id, dispatched_at__isnull=True).update(dispatched_at=Now())
+def _mark_dispatched(run_id: int, job_id: str) -> None:
+    Run.objects.filter(pk=run_id).update(
+        job_id=job_id, dispatched_at=Coalesce("dispatched_at", Now())
+    )
 
 
 def run_cancel(*, run: Run) -> None:
-    """A queued run, or one waiting for people, is cancelled at once; a running one is asked to
-    stop and does so within seconds, keeping the dialogues that finished."""
+    """A queued run, or one waiting for people, is cancelled at once (a queued one's job is
+    revoked, so no worker spends time on it); a running one is asked to stop and does so within
+    seconds, keeping the dialogues that finished."""
     now = timezone.now()
     idle = (Run.Status.QUEUED, Run.Status.WAITING)
+    queued_job = (
+        Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED)
+        .values_list("job_id", flat=True)
+        .first()
+    )
     cancelled_queued = Run.objects.filter(pk=run.pk, status__in=idle).update(
         status=Run.Status.CANCELLED, cancel_requested=True, finished_at=now
     )
     if not cancelled_queued:
         Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(cancel_requested=True)
+    elif queued_job:
+        transaction.on_commit(partial(revoke, queued_job))
 
 
 def run_claim(*, run_id: int, worker: str, stale_after: timedelta) -> bool:
@@ -332,11 +347,11 @@ def run_wait(*, run_id: int, accounting: Accounting) -> None:
 def run_wake(*, run_id: int) -> bool:
     """Queue a run that waits for people again (someone answered) and send its job after
     commit; False when it was not waiting (its worker is still playing it, or it ended)."""
-    woken = Run.objects.filter(pk=run_id, status=Run.Status.WAITING).update(
-        status=Run.Status.QUEUED, dispatched_at=None
-    )
-    if woken:
-        run_dispatch_on_commit(run_id=run_id, kind=Run.Kind.EVAL)
+    waiting = Run.objects.filter(pk=run_id, status=Run.Status.WAITING)
+    queue = waiting.values_list("queue", flat=True).first()
+    woken = waiting.update(status=Run.Status.QUEUED, dispatched_at=None)
+    if woken and queue is not None:
+        run_dispatch_on_commit(run_id=run_id, kind=Run.Kind.EVAL, queue=queue)
     return bool(woken)
 
 
@@ -390,9 +405,15 @@ def runs_recover(
                 recovery.failed.append(run_id)
         else:
             recovery.dispatched.append(run_id)
-    kinds = dict(played.filter(pk__in=recovery.dispatched).values_list("pk", "kind"))
+    routes = {
+        run_id: (kind, queue)
+        for run_id, kind, queue in played.filter(pk__in=recovery.dispatched).values_list(
+            "pk", "kind", "queue"
+        )
+    }
     for run_id in recovery.dispatched:
-        run_dispatch_on_commit(run_id=run_id, kind=kinds[run_id])  # sends at once
+        kind, queue = routes[run_id]
+        run_dispatch_on_commit(run_id=run_id, kind=kind, queue=queue)  # sends at once
     recovery.next_check_in = _time_until_stale(running, stale_after)
     if recovery.dispatched or recovery.failed or recovery.cancelled:
         logger.info(

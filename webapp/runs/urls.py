@@ -12,6 +12,7 @@ urlpatterns = [
     path("protocols/<int:pk>/retire/", views.protocol_retire, name="protocol_retire"),
     path("<int:pk>/", views.run_detail, name="run_detail"),
     path("<int:pk>/live/", views.run_live, name="run_live"),
+    path("<int:pk>/wait/", views.run_wait_note, name="run_wait"),
     path("<int:pk>/metrics.csv", views.run_metrics_csv, name="run_metrics_csv"),
     path("<int:pk>/cancel/", views.run_cancel, name="run_cancel"),
     path("<int:pk>/label/", views.run_relabel, name="run_relabel"),

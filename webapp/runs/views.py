@@ -5,7 +5,7 @@ import json
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
@@ -18,7 +18,7 @@ from webapp.core.permissions import researcher_required
 from webapp.core.plotly_csp import allows_plotly
 from webapp.metrics.export import CSV_COLUMNS, csv_cells, metric_rows
 from webapp.metrics.figures import AccuracyCurve, PassAtK, accounting_rows
-from webapp.runs import selectors, services, table
+from webapp.runs import selectors, services, table, waits
 from webapp.runs.charts import Curve, accuracy_by_turn_figure, pass_at_k_figure
 from webapp.runs.config_view import config_sections
 from webapp.runs.forms import (
@@ -213,6 +213,21 @@ def run_live(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(selectors.run_list().filter(kind=Run.Kind.EVAL), pk=pk)
     response = render(request, "runs/run_detail.html#live", _live_context(request, run))
     if run.is_finished:
+        response.status_code = HttpResponseStopPolling.status_code
+    return response
+
+
+def run_wait_note(request: HttpRequest, pk: int) -> HttpResponse:
+    """The polled note by a queued run: what it waits for. Once a worker took the run (or it
+    ended) the note goes, and polling stops. For researchers, and for the run's people (on
+    their turn page and inbox), who are told what the worker is busy with but not which of
+    others' runs."""
+    run = get_object_or_404(Run, pk=pk)
+    if not (request.user.is_researcher or run.people.filter(pk=request.user.pk).exists()):  # type: ignore[union-attr]
+        raise PermissionDenied("Only researchers and the run's people can see what it waits for.")
+    wait = waits.run_wait(run)
+    response = render(request, "runs/partials/_run_wait.html", {"run": run, "wait": wait})
+    if wait is None:
         response.status_code = HttpResponseStopPolling.status_code
     return response
 

@@ -11,7 +11,6 @@ from typing import Any
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -190,13 +189,6 @@ def _launch_online(form: OnlineTrainingForm, reader: User) -> Run:
     return run
 
 
-def _eta_seconds(run: Run) -> float | None:
-    if run.started_at is None or run.is_finished or not run.progress_done:
-        return None
-    elapsed = (timezone.now() - run.started_at).total_seconds()
-    return elapsed * (run.progress_total - run.progress_done) / run.progress_done
-
-
 @dataclass(frozen=True)
 class EvaluationTurn:
     """The base's and the trained model's accuracy after one turn, and the difference."""
@@ -263,7 +255,7 @@ def _live_context(run: Run) -> dict[str, Any]:
         "run": run,
         "config": config,
         "stage": _stage(config, points),
-        "eta_seconds": _eta_seconds(run),
+        "eta_seconds": run.seconds_left,
         "latest": latest,
         "training_figure": training_curves_figure(points, training_panels(config)),
         "stored_rollouts": run.dialogues.count() if config.is_online else 0,

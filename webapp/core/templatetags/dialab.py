@@ -46,6 +46,20 @@ def percent(rate: float | None, digits: int = 1) -> str:
 
 
 @register.filter
+def duration(seconds: float | None) -> str:
+    """A time to wait as a person reads it: "about 40 s", "about 4 minutes", "about 2 h 10 min"
+    (None → "time not known yet")."""
+    if seconds is None:
+        return "time not known yet"
+    if seconds < 90:
+        return f"about {max(round(seconds / 10) * 10, 10)} s"
+    minutes = round(seconds / 60)
+    if minutes < 90:
+        return f"about {minutes} minutes"
+    return f"about {minutes // 60} h {minutes % 60} min"
+
+
+@register.filter
 def get_item(mapping: dict[Any, Any], key: Any) -> Any:
     """``mapping[key]`` in a template (an empty list when absent)."""
     return mapping.get(key, [])

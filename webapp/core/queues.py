@@ -1,0 +1,60 @@
+"""Dialab's Celery queues, one per kind of work, and the worker that serves each (defined once:
+the settings route by them, the pages name them, the docs and scripts start workers on them).
+
+A person at the keyboard never waits behind a batch job: everything someone waits for in front
+of a page (a playground reply, a person's turn in a run, "Try it", a training preview, a task
+generation or import) goes to the interactive queue, whose worker process is its own; evaluation
+and training runs go to the batch queue. Only this module's names are used in code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+INTERACTIVE = "interactive"
+# Named "gpu" since the first deployments: its workers live where the models' accelerators are.
+BATCH = "gpu"
+
+
+@dataclass(frozen=True)
+class Queue:
+    name: str
+    worker: str  # what the pages call the worker that serves it
+    serves: str
+    start_command: str
+
+    @property
+    def title(self) -> str:
+        return self.worker[0].upper() + self.worker[1:]
+
+
+QUEUES: tuple[Queue, ...] = (
+    Queue(
+        name=INTERACTIVE,
+        worker="the interactive worker",
+        serves="what a person waits for at the page: playground replies, a person's turns in a "
+        "run, Try it, training previews, task generation and imports",
+        start_command=f".venv/bin/celery -A webapp worker --queues={INTERACTIVE} "
+        "--concurrency=1 --prefetch-multiplier=1 --hostname=interactive@%h",
+    ),
+    Queue(
+        name=BATCH,
+        worker="the batch worker",
+        serves="evaluation and training runs",
+        start_command=f".venv/bin/celery -A webapp worker --queues={BATCH} "
+        "--concurrency=1 --prefetch-multiplier=1 --hostname=batch@%h",
+    ),
+)
+BY_NAME = {queue.name: queue for queue in QUEUES}
+
+
+def queue_named(name: str) -> Queue:
+    """The queue called ``name``; a queue this version no longer routes to (a run stored by an
+    older one) reads as the batch queue, which plays every run that is not interactive."""
+    return BY_NAME.get(name, BY_NAME[BATCH])
+
+
+def run_queue(*, people: bool) -> str:
+    """Where a run's jobs go: a run with a person in it is interactive (each of its jobs plays
+    only up to the next person's turn, so it is short), every other run is batch work."""
+    return INTERACTIVE if people else BATCH

@@ -1,0 +1,95 @@
+"""Which Celery workers are online, the queues each serves and the jobs each runs now, from
+Celery's own inspection (a broadcast the workers answer).
+
+Asked only when a page needs it, and kept for ``DIALAB_WORKER_INSPECT_CACHE_SECONDS`` in the
+cache, so however many pages poll, the workers are asked at most that often: no loop wakes them
+for nothing. Inspection waits ``DIALAB_WORKER_INSPECT_SECONDS`` for the answers (it cannot know
+how many workers there are), so pages ask for it in a fragment loaded after them.
+
+A worker with the solo pool cannot answer while it plays a job; the queues it served when it
+last answered are remembered (a day), so the pages can still say which queues a busy worker
+serves (``webapp.runs.waits`` knows it is busy from its run's heartbeat).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from kombu.exceptions import OperationalError
+
+from webapp.celery import app as celery_app
+
+_CACHE_KEY = "dialab:workers-online"
+_QUEUES_KEY = "dialab:worker-queues:{}"
+_REMEMBER_QUEUES_SECONDS = 24 * 3600
+
+
+@dataclass(frozen=True)
+class JobSeen:
+    """A job a worker reported running: its Celery task name and arguments."""
+
+    task: str
+    args: tuple[Any, ...]
+    started_at: float | None  # a Unix time, as Celery reports it
+
+
+@dataclass(frozen=True)
+class WorkerSeen:
+    hostname: str
+    queues: tuple[str, ...]
+    jobs: tuple[JobSeen, ...]
+
+
+def workers_online() -> tuple[WorkerSeen, ...]:
+    """The workers that answered inspection (a few seconds old at most), by hostname."""
+    seen = cache.get(_CACHE_KEY)
+    if seen is None:
+        seen = _inspect()
+        cache.set(_CACHE_KEY, seen, settings.DIALAB_WORKER_INSPECT_CACHE_SECONDS)
+        for worker in seen:
+            cache.set(_QUEUES_KEY.format(worker.hostname), worker.queues, _REMEMBER_QUEUES_SECONDS)
+    return tuple(seen)
+
+
+def remembered_queues(hostname: str) -> tuple[str, ...]:
+    """The queues ``hostname`` served when it last answered (empty if it never did lately)."""
+    return tuple(cache.get(_QUEUES_KEY.format(hostname)) or ())
+
+
+def _inspect() -> list[WorkerSeen]:
+    inspect = celery_app.control.inspect(timeout=settings.DIALAB_WORKER_INSPECT_SECONDS)
+    # Both broadcasts wait out the same timeout: side by side, the page waits for one.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        queues_reply = pool.submit(inspect.active_queues)
+        active_reply = pool.submit(inspect.active)
+        queues = _reply(queues_reply.result)
+        active = _reply(active_reply.result)
+    return [
+        WorkerSeen(
+            hostname=hostname,
+            queues=tuple(sorted(queue["name"] for queue in queues[hostname])),
+            jobs=tuple(_job(job) for job in active.get(hostname) or ()),
+        )
+        for hostname in sorted(queues)
+    ]
+
+
+def _reply(ask: Any) -> dict[str, Any]:
+    """One inspection's answers by hostname; none when the broker cannot be reached (the pages
+    then say no worker answered, which is what the researcher needs to know)."""
+    try:
+        return ask() or {}
+    except (OSError, OperationalError):
+        return {}
+
+
+def _job(job: dict[str, Any]) -> JobSeen:
+    return JobSeen(
+        task=str(job.get("name") or job.get("type") or ""),
+        args=tuple(job.get("args") or ()),
+        started_at=job.get("time_start"),
+    )
