@@ -323,6 +323,7 @@ def run_dialogues(
     judge: Generator | None = None,
     on_round: Callable[[int, int], None] | None = None,
     on_parked: Callable[[list[ParkedDialogue]], None] | None = None,
+    take_up: Callable[[], Sequence[DialogueJob]] = lambda: (),
 ) -> EngineStats:
     """Run ``jobs`` under ``protocol``; see the module docstring. ``user_simulator`` speaks in
     sharded runs (default: the scripted shard-revealer); ``judge`` classifies ambiguous replies
@@ -330,7 +331,9 @@ def run_dialogues(
     ``on_round(k, going)`` follows every student round's ``on_finished``, ``going`` being the
     chunk's dialogues that played round k and go on: what a live accuracy needs to count the
     dialogues not finished yet (round 1 starts a new chunk). ``on_parked`` takes the dialogues
-    left waiting for a person (needed when a role is a ``Person``)."""
+    left waiting for a person (needed when a role is a ``Person``). ``take_up`` is asked for
+    more jobs before every chunk, and what it returns plays next, before the jobs still waiting:
+    a person's answer given while a run's job plays waits only for the chunk in play."""
     templates = _check_arguments(jobs, protocol, teacher, batch_size)
     people = [g for g in (student, teacher, user_simulator) if isinstance(g, Person)]
     if people and on_parked is None:
@@ -349,10 +352,14 @@ def run_dialogues(
         on_round,
         on_parked or (lambda parked: None),
     )
-    for start in range(0, len(jobs), batch_size):
-        if not run.run_chunk([run.new_dialogue(job) for job in jobs[start : start + batch_size]]):
+    waiting = list(jobs)
+    while True:
+        waiting[:0] = take_up()
+        if not waiting:
+            return run.stats(stopped_early=False)
+        chunk, waiting = waiting[:batch_size], waiting[batch_size:]
+        if not run.run_chunk([run.new_dialogue(job) for job in chunk]):
             return run.stats(stopped_early=True)
-    return run.stats(stopped_early=False)
 
 
 @dataclass

@@ -123,10 +123,13 @@ def answered_jobs(run_id: int, tasks: list[TaskSpec]) -> list[DialogueJob]:
     ]
 
 
-def pending_jobs(run_id: int, config: RunConfig) -> list[DialogueJob]:
-    """What is left of the run: every dialogue neither stored nor waiting for a person, then
-    those a person answered (``TaskSetChanged`` as ``run_tasks``)."""
-    tasks = run_tasks(config)
+def pending_jobs(
+    run_id: int, config: RunConfig, tasks: list[TaskSpec] | None = None
+) -> list[DialogueJob]:
+    """What is left of the run: the dialogues a person answered (first: someone waits for
+    them), then every dialogue neither stored nor waiting for a person. ``tasks`` are the run's
+    (``run_tasks``, whose ``TaskSetChanged`` this raises when it reads them itself)."""
+    tasks = run_tasks(config) if tasks is None else tasks
     skip = run_stored_dialogue_keys(run_id=run_id) | people_selectors.waiting_keys(run_id=run_id)
     if config.forks is not None:
         fresh = [
@@ -134,7 +137,29 @@ def pending_jobs(run_id: int, config: RunConfig) -> list[DialogueJob]:
         ]
     else:
         fresh = dialogue_jobs(config, tasks, skip)
-    return fresh + answered_jobs(run_id, tasks)
+    return answered_jobs(run_id, tasks) + fresh
+
+
+class AnswersGivenMeanwhile:
+    """The engine's ``take_up`` for a run with people: the dialogues a person answered since
+    this job started, each once (those answered before are among the job's own), so an answer
+    waits for the chunk in play, not for the whole job."""
+
+    def __init__(self, run_id: int, tasks: list[TaskSpec], jobs: list[DialogueJob]) -> None:
+        self.run_id = run_id
+        self.tasks = tasks
+        self.taken = {_key(job) for job in jobs if job.person_reply is not None}
+
+    def __call__(self) -> list[DialogueJob]:
+        fresh = [
+            job for job in answered_jobs(self.run_id, self.tasks) if _key(job) not in self.taken
+        ]
+        self.taken.update(_key(job) for job in fresh)
+        return fresh
+
+
+def _key(job: DialogueJob) -> tuple[int, int]:
+    return job.task.task_id, job.sample_index
 
 
 class RoundRecorder:
@@ -226,7 +251,8 @@ def execute_evaluation(run_id: int, *, worker: str, background_heartbeat: bool =
 
 def _play(run_id: int) -> None:
     run = run_to_play(run_id=run_id)
-    jobs = pending_jobs(run_id, run.config)
+    tasks = run_tasks(run.config)
+    jobs = pending_jobs(run_id, run.config, tasks)
     if not jobs:  # a worker died between storing the last dialogue and closing the run, or
         # woke for an answer another job has played
         people_services.run_rest(run_id=run_id, accounting=Accounting())
@@ -252,6 +278,7 @@ def _play(run_id: int) -> None:
         on_parked=recorder.parked,
         should_stop=watch,
         batch_size=run.config.batch_size,
+        take_up=AnswersGivenMeanwhile(run_id, tasks, jobs) if run.config.people_roles() else list,
     )
     if watch.cancelled:
         services.run_finish(

@@ -330,3 +330,22 @@ def test_each_judged_move_of_a_guessing_game_carries_its_feedback_use() -> None:
     moves = [turn.move for turn in results[0].turns if turn.role == "student"]
     # "9 is too high" rules out nothing inside 1..8: every valid guess is still consistent.
     assert moves == [MoveCheck(False), MoveCheck(False, False, 1.0), MoveCheck(True, True, 1.0)]
+
+
+def test_jobs_taken_up_between_chunks_play_next_before_the_jobs_still_waiting(
+    make_jobs: MakeJobs, scripted_student: Generator, scripted_teacher: Generator
+) -> None:
+    """A person's answer given while a run's job plays joins at the next chunk, ahead of the
+    fresh dialogues still waiting, and is played once."""
+    jobs = make_jobs(7)
+    first, late = jobs[:6], jobs[6:]
+    offers: list[list[DialogueJob]] = [[], late]  # none before chunk 1; one arrives during it
+    results, stats = run(
+        first, scripted_student, scripted_teacher, batch_size=2,
+        take_up=lambda: offers.pop(0) if offers else [],
+    )  # fmt: skip
+    order = [result.task_id for result in results]
+    assert sorted(order) == [0, 1, 2, 3, 4, 5, 6], "every dialogue once, the late one too"
+    # Chunks run to their end one after another: [0, 1], then [6, 2], then [3, 4], then [5].
+    assert set(order[:2]) == {0, 1} and set(order[2:4]) == {2, 6}
+    assert stats.dialogues_finished == 7

@@ -25,7 +25,12 @@ from webapp.models_registry.models import ModelSpec
 from webapp.people import services as people
 from webapp.runs import selectors
 from webapp.runs.models import Run
-from workers.evaluation import execute_evaluation
+from workers.evaluation import (
+    AnswersGivenMeanwhile,
+    execute_evaluation,
+    pending_jobs,
+    run_tasks,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -202,3 +207,28 @@ def test_an_answer_survives_a_worker_that_died_before_playing_it() -> None:
     # Ended (its turns stored) or waiting again (a new row): one or the other, once.
     waiting = PendingTurn.objects.filter(run=run, task=pending.task, status="open").count()
     assert taught + waiting == 1, "the answer was played exactly once"
+
+
+def test_an_answer_given_while_the_runs_job_plays_joins_that_job_once() -> None:
+    """The job plays answered dialogues first; one answered after it started is taken up
+    between its chunks (``AnswersGivenMeanwhile``), once, instead of waiting for the next job."""
+    run = person_taught_run(tasks=4)
+    alice = UserFactory(username="alice")
+    run.people.add(alice)
+    assert execute_evaluation(run.pk, worker="w", background_heartbeat=False)
+    waiting = list(PendingTurn.objects.filter(run=run, status="open").order_by("pk"))
+    assert len(waiting) >= 2
+    answer(waiting[0], "Look at the units.", alice)
+
+    config = Run.objects.get(pk=run.pk).frozen_config
+    tasks = run_tasks(config)
+    jobs = pending_jobs(run.pk, config, tasks)
+    assert jobs[0].person_reply is not None and jobs[0].task.task_id == waiting[0].task_id
+    take_up = AnswersGivenMeanwhile(run.pk, tasks, jobs)
+    assert take_up() == [], "the answer given before the job is among its own jobs"
+    answer(waiting[1], "Look at the tens.", alice)
+    taken = take_up()
+    assert [(job.task.task_id, job.person_reply.text) for job in taken] == [  # type: ignore[union-attr]
+        (waiting[1].task_id, "Look at the tens.")
+    ]
+    assert take_up() == [], "taken once"
