@@ -267,6 +267,8 @@ BROKER_DIR = DATA_DIR / "broker"
 # "localhost//" only names the (virtual) host; the messages are files under BROKER_DIR.
 CELERY_BROKER_URL = broker_url(env_str("CELERY_BROKER_URL", "filesystem://localhost//"))
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # Kombu's own, but a message's file appears only once it is whole (webapp.core.broker).
+    CELERY_BROKER_TRANSPORT = "webapp.core.broker:Transport"
     ensure_directory(BROKER_DIR / "queue", "broker")
     ensure_directory(BROKER_DIR / "control", "broker")
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -274,6 +276,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_out": str(BROKER_DIR / "queue"),
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
+        # How often an idle worker looks for a message: the wait before a job starts. Kombu's
+        # default (1 s) was most of a playground reply on the house model; a look is one
+        # directory listing (benchmarks/interactive.py measures both).
+        "polling_interval": env_int("DIALAB_BROKER_POLL_MS", 100, minimum=10) / 1000,
     }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
