@@ -9,13 +9,17 @@ Outside a transaction ``on_commit`` runs the send at once, so one function serve
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from django.db import transaction
+from kombu.exceptions import OperationalError
 
 from webapp.celery import app as celery_app
+
+logger = logging.getLogger(__name__)
 
 
 def enqueue_on_commit(
@@ -44,6 +48,10 @@ def _send(
 
 def revoke(job_id: str) -> None:
     """Tell the workers to drop a job not started yet: whichever worker takes its message
-    acknowledges and discards it. A worker that starts later does not know it; the job's own
-    check (a cancelled run cannot be claimed) stops it there."""
-    celery_app.control.revoke(job_id)
+    acknowledges and discards it. Best effort: a worker that starts later does not know it, and
+    with the broker unreachable nothing is told; the job's own check (a cancelled run cannot be
+    claimed) stops it then."""
+    try:
+        celery_app.control.revoke(job_id)
+    except (OSError, OperationalError) as error:
+        logger.warning("could not revoke job %s (%s); its own check will stop it", job_id, error)
