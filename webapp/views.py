@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from webapp.core.durations import duration
 from webapp.core.permissions import researcher_required
 from webapp.demo.services import (
     demo_miniature_launch,
@@ -74,17 +75,6 @@ class HouseBuild:
     @property
     def time_silent(self) -> str:
         return duration(self.silent_seconds)
-
-
-def duration(seconds: float) -> str:
-    """A short, rounded length of time: ``45 s``, ``3 min``, ``1 h 5 min``."""
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes = round(seconds / 60)
-    if minutes < 60:
-        return f"{minutes} min"
-    return f"{minutes // 60} h {minutes % 60} min"
 
 
 def house_build(*, now: float | None = None) -> HouseBuild | None:

@@ -1,6 +1,6 @@
 """What each worker is doing, what each queue holds, and what a queued run waits for: the
 Workers page, and the note on a queued run's page, the playground and the inbox ("waiting for
-the batch worker: run #22, about 4 minutes left"; "no worker serves this queue", with the
+the batch worker: run #22, about 4 min left"; "no worker serves this queue", with the
 command that starts one).
 
 Two sources, each for what it knows best: Celery's inspection (``webapp.core.workers``) says

@@ -7,6 +7,8 @@ from typing import Any
 
 from django import template
 
+from webapp.core.durations import duration
+
 register = template.Library()
 
 
@@ -45,18 +47,10 @@ def percent(rate: float | None, digits: int = 1) -> str:
     return "—" if rate is None else f"{100 * rate:.{digits}f}%"
 
 
-@register.filter
-def duration(seconds: float | None) -> str:
-    """A time to wait as a person reads it: "about 40 s", "about 4 minutes", "about 2 h 10 min"
-    (None → "time not known yet")."""
-    if seconds is None:
-        return "time not known yet"
-    if seconds < 90:
-        return f"about {max(round(seconds / 10) * 10, 10)} s"
-    minutes = round(seconds / 60)
-    if minutes < 90:
-        return f"about {minutes} minutes"
-    return f"about {minutes // 60} h {minutes % 60} min"
+@register.filter(name="duration")
+def about_duration(seconds: float | None) -> str:
+    """A time to wait, as a guess: "about 40 s", "about 4 min" (None → "time not known yet")."""
+    return "time not known yet" if seconds is None else f"about {duration(seconds)}"
 
 
 @register.filter
