@@ -59,6 +59,7 @@ if [ "$fast" = true ]; then
   exit
 fi
 
+# Each pytest run lists its 15 slowest tests last: the whole command must stay under 45 minutes.
 echo "==> pytest on PostgreSQL + Redis"
 env DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/dialab}" \
     CELERY_BROKER_URL="${TEST_BROKER_URL:-redis://127.0.0.1:6379/15}" \
@@ -66,7 +67,7 @@ env DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/dialab
     DIALAB_DATA_DIR="$artifacts/data-services" \
     DIALAB_SCREENSHOTS="$artifacts/screenshots-services" \
     DIALAB_TEST_REQUIRE=postgres,redis,chromium \
-    $py -m pytest "$@"
+    $py -m pytest --durations=15 "$@"
 
 # The pure model code (tests/models_gpu) does not touch a database or broker: it ran above. So
 # did training's own tests, minutes of model code on the CPU whose storage (runs, metric points,
@@ -84,4 +85,4 @@ env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL \
     DIALAB_DATA_DIR="$artifacts/data-embedded" \
     DIALAB_SCREENSHOTS="$artifacts/screenshots-embedded" \
     DIALAB_TEST_REQUIRE=chromium \
-    $py -m pytest "${embedded[@]}"
+    $py -m pytest --durations=15 "${embedded[@]}"
