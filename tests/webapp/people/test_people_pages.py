@@ -186,6 +186,11 @@ def test_answering_stores_the_answer_and_wakes_the_run(researcher_client, resear
     page = researcher_client.get(_turn_url(pending)).content.decode()
     assert "The model is replying" in page
     assert 'hx-trigger="every 2s"' in page
+    # While the run's next job waits, the page asks what it waits for, and so does the inbox.
+    wait_note = reverse("run_wait", args=[pending.run_id])
+    assert f'hx-get="{wait_note}"' in page
+    inbox = researcher_client.get(reverse("people_inbox")).content.decode()
+    assert "Your answers, waiting for the model" in inbox and f'hx-get="{wait_note}"' in inbox
 
 
 def test_empty_answer_is_refused(researcher_client, researcher):
