@@ -163,13 +163,12 @@ def house_model(model_dir: Path | None, house_seed: int) -> tuple[Any, dict[str,
     from django.core.management import call_command
 
     from models_gpu.house.model import METADATA_FILE
+    from webapp.models_registry.house import HOUSE_MODEL_NAME, house_model_dir
     from webapp.models_registry.models import ModelSpec
     from webapp.models_registry.services import model_spec_register
     from workers.management.commands.build_house_model import (
         HOUSE_GENERATION_PARAMS,
-        HOUSE_MODEL_NAME,
         house_description,
-        house_model_dir,
     )
 
     if model_dir is None:

@@ -127,8 +127,8 @@ def _wait_for(what: str, found: Callable[[], object]) -> object:
 def _playground_replies(count: int) -> list[float]:
     """Seconds from a launch or an answer to the model's next turn, ``count`` of them."""
     from webapp.accounts.models import User
-    from webapp.demo.services import HOUSE_MODEL
     from webapp.dialogues.models import PendingTurn
+    from webapp.models_registry.house import HOUSE_MODEL_NAME
     from webapp.models_registry.models import ModelSpec
     from webapp.people import services as people
     from webapp.people.playground import playground_start
@@ -136,7 +136,7 @@ def _playground_replies(count: int) -> list[float]:
     from webapp.tasks.models import Task
 
     user = User.objects.get(username="demo")
-    house = ModelSpec.objects.get(name=HOUSE_MODEL)
+    house = ModelSpec.objects.get(name=HOUSE_MODEL_NAME)
     protocol = Protocol.objects.filter(mode=Protocol.Mode.DIDACTIC).order_by("pk").first()
     tasks = list(Task.objects.filter(task_set__name__icontains="arithmetic").order_by("pk")[:50])
     seconds: list[float] = []

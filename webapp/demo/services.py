@@ -27,6 +27,7 @@ from models_gpu.spec.online import single_turn_baseline
 from webapp.accounts.models import User
 from webapp.accounts.services import DEMO_USERNAME, user_create
 from webapp.experiments.services import lic_experiment_create
+from webapp.models_registry.house import HOUSE_MODEL_NAME as HOUSE_MODEL
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.services import model_spec_register
 from webapp.people.playground import person_model
@@ -46,7 +47,6 @@ DEMO_PASSWORD = "dialab-demo"
 DEMO_TASK_SET = "Arithmetic (demo)"
 SHARDED_TASK_SET = "Sharded arithmetic (demo)"
 HOUSE_TASK_SET = "Small arithmetic (house model demo)"
-HOUSE_MODEL = "house"  # the ModelSpec that build_house_model registers
 MINIATURE_STUDENT = "house, sampled (miniature)"
 MINIATURE_RUN = "Miniature SML: house model learns to use feedback (seed 0)"
 SHARDED_STUDENT = "scripted sharded student"

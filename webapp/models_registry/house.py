@@ -1,11 +1,13 @@
-"""Where the house model is built (``manage.py build_house_model``) and where its build reports
-its progress, which the home page reads while the build runs."""
+"""The house model's name in the registry, where it is built (``manage.py build_house_model``)
+and where its build reports its progress, which the home page reads while the build runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from django.conf import settings
+
+HOUSE_MODEL_NAME = "house"  # the ModelSpec build_house_model registers
 
 
 def house_model_dir() -> Path:

@@ -7,11 +7,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from webapp.models_registry.house import house_build_progress_path, house_model_dir
+from webapp.models_registry.house import (
+    HOUSE_MODEL_NAME,
+    house_build_progress_path,
+    house_model_dir,
+)
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.services import model_spec_register
 
-HOUSE_MODEL_NAME = "house"
 HOUSE_GENERATION_PARAMS = {"temperature": 0.7, "max_new_tokens": 32}
 
 
