@@ -29,19 +29,10 @@ _REMEMBER_QUEUES_SECONDS = 24 * 3600
 
 
 @dataclass(frozen=True)
-class JobSeen:
-    """A job a worker reported running: its Celery task name and arguments."""
-
-    task: str
-    args: tuple[Any, ...]
-    started_at: float | None  # a Unix time, as Celery reports it
-
-
-@dataclass(frozen=True)
 class WorkerSeen:
     hostname: str
     queues: tuple[str, ...]
-    jobs: tuple[JobSeen, ...]
+    jobs: tuple[str, ...]  # the Celery task names of the jobs it runs now
 
 
 def workers_online() -> tuple[WorkerSeen, ...]:
@@ -72,7 +63,7 @@ def _inspect() -> list[WorkerSeen]:
         WorkerSeen(
             hostname=hostname,
             queues=tuple(sorted(queue["name"] for queue in queues[hostname])),
-            jobs=tuple(_job(job) for job in active.get(hostname) or ()),
+            jobs=tuple(str(job.get("name") or "") for job in active.get(hostname) or ()),
         )
         for hostname in sorted(queues)
     ]
@@ -85,11 +76,3 @@ def _reply(ask: Any) -> dict[str, Any]:
         return ask() or {}
     except (OSError, OperationalError):
         return {}
-
-
-def _job(job: dict[str, Any]) -> JobSeen:
-    return JobSeen(
-        task=str(job.get("name") or job.get("type") or ""),
-        args=tuple(job.get("args") or ()),
-        started_at=job.get("time_start"),
-    )

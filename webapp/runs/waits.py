@@ -19,7 +19,7 @@ from django.db.models.functions import Now
 
 from webapp.core.heartbeat import stale_after
 from webapp.core.queues import QUEUES, Queue, queue_named
-from webapp.core.workers import JobSeen, remembered_queues, workers_online
+from webapp.core.workers import remembered_queues, workers_online
 from webapp.runs.models import Run
 from webapp.runs.services import RUN_TASKS
 from webapp.tasks.models import TaskImport
@@ -31,7 +31,7 @@ class WorkerState:
     queues: tuple[str, ...]
     answered: bool  # False: it did not answer inspection, but its run's heartbeat is fresh
     runs: tuple[Run, ...]  # the runs it plays now
-    jobs: tuple[JobSeen, ...]  # its other jobs now (imports, previews, Try it, …)
+    jobs: tuple[str, ...]  # its other jobs now, by task name (imports, previews, Try it, …)
 
     @property
     def busy(self) -> bool:
@@ -87,7 +87,7 @@ def worker_states() -> tuple[WorkerState, ...]:
                 queues=queues or tuple(sorted({queue_named(run.queue).name for run in runs})),
                 answered=seen is not None,
                 runs=runs,
-                jobs=tuple(job for job in seen.jobs if job.task not in _RUN_JOBS) if seen else (),
+                jobs=tuple(job for job in seen.jobs if job not in _RUN_JOBS) if seen else (),
             )
         )
     return tuple(states)
