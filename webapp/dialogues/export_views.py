@@ -1,6 +1,7 @@
 """Export transcripts from the browser: an options page for the list's current filters, and the
-JSONL download, streamed. The Hugging Face dataset export runs from the command line
-(``manage.py export_dialogues --format hf``); the page shows the command for these filters.
+download, streamed: JSONL, or the Hugging Face dataset saved to disk as a zip. The same dataset
+can be written on the server from the command line (``manage.py export_dialogues --format hf``);
+the page shows the command for these filters.
 
 Researchers only: an export holds every label of every annotator.
 """
@@ -8,7 +9,10 @@ Researchers only: an export holds every label of every annotator.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterator
+from pathlib import Path
 
+from django.conf import settings
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -21,7 +25,14 @@ from django.shortcuts import render
 from webapp.core.permissions import researcher_required
 from webapp.dialogues import exporting
 
-FORMATS = {"jsonl": "JSONL (one dialogue per line), streamed download"}
+FORMATS = {
+    "jsonl": "JSONL (one dialogue per line)",
+    "hf": "Hugging Face dataset (a zipped save_to_disk folder)",
+}
+_CONTENT_TYPES = {
+    "jsonl": "application/x-ndjson; charset=utf-8",
+    "hf": "application/zip",
+}
 _TRUE = {"1", "on", "true", "yes"}
 
 
@@ -66,18 +77,25 @@ def export_download(request: HttpRequest) -> HttpResponse:
     export_format = request.GET.get("format", "jsonl")
     if export_format not in FORMATS:
         return HttpResponseBadRequest(
-            f"Unknown export format {export_format!r}: the browser offers "
-            f"{', '.join(FORMATS)}; a Hugging Face dataset comes from "
-            "`manage.py export_dialogues --format hf`.",
+            f"Unknown export format {export_format!r}: the browser offers {', '.join(FORMATS)}.",
             content_type="text/plain; charset=utf-8",
         )
     include_private = _include_private(request)
     filters = exporting.filters_from_query(request.GET)
-    response = StreamingHttpResponse(
-        exporting.jsonl_lines(filters=filters, include_private=include_private),
-        content_type="application/x-ndjson; charset=utf-8",
+    filename = exporting.export_filename(
+        include_private=include_private, extension="zip" if export_format == "hf" else "jsonl"
     )
-    filename = exporting.export_filename(include_private=include_private)
+    content: Iterator[bytes] | Iterator[str]
+    if export_format == "hf":
+        content = exporting.hf_dataset_zip(
+            filters=filters,
+            include_private=include_private,
+            scratch_root=Path(settings.DATA_DIR) / "exports",
+            folder=filename.removesuffix(".zip"),
+        )
+    else:
+        content = exporting.jsonl_lines(filters=filters, include_private=include_private)
+    response = StreamingHttpResponse(content, content_type=_CONTENT_TYPES[export_format])
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     response["Cache-Control"] = "no-store"
     response["X-Content-Type-Options"] = "nosniff"

@@ -1,5 +1,5 @@
 """Export transcripts with their turns, verdicts and labels: JSONL, or a Hugging Face ``datasets``
-dataset saved to disk.
+dataset saved to disk (or zipped, for a download).
 
 The dialogues are the ones the transcript list shows for the same query string (the list's
 form, filters and selector), exported in primary-key order. Memory stays flat in the size of the
@@ -41,9 +41,15 @@ before feedback use was measured.
 ``DIALAB_SANDBOX=none``), or null for verdicts that ran no code. It is exported with or without
 the private context, so an unsandboxed verdict is marked wherever it goes.
 
-In the Hugging Face dataset the free-form JSON values (``reference``, ``verdict_details``,
-``private_context`` and label ``value``) are stored JSON-encoded as strings, so the schema is the
-same whatever they hold; ``hf_row_decode`` turns a row back into the JSONL record.
+In the Hugging Face dataset a label's value keeps its type, as in the JSONL. An Arrow column
+holds one type, and a label's value is a rating (a whole number), a yes/no (a boolean), a choice
+or free text (a string) or a multiple choice (a list of strings), so a label has one typed column
+per kind of value and exactly one of them is set (the others are null): ``value_int`` (4),
+``value_bool`` (true), ``value_text`` ("points at the error"), ``value_list`` (["hint"]), and
+``value_json`` (JSON text) only for a value of any other shape, which Dialab's forms never store.
+The free-form JSON the teacher privately saw (``reference``, ``verdict_details``,
+``private_context``) has no fixed shape, so it is stored JSON-encoded as strings and the schema is
+the same whatever it holds. ``hf_row_decode`` turns a row back into the JSONL record.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ import json
 import shutil
 import tempfile
 import uuid
+import zipfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import islice
@@ -141,7 +148,8 @@ _LABEL_FIELDS = {
 # Free-form JSON: JSON-encoded strings in the Hugging Face dataset.
 _HF_JSON_TASK_FIELDS = ("reference",)
 _HF_JSON_TURN_FIELDS = TURN_PRIVATE_FIELDS
-_HF_JSON_LABEL_FIELDS = ("value",)
+# A label's value in the Hugging Face dataset: one typed column per kind of value, one set.
+HF_LABEL_VALUE_COLUMNS = ("value_int", "value_bool", "value_text", "value_list", "value_json")
 
 
 # -- Which dialogues ---------------------------------------------------------------------------
@@ -317,7 +325,12 @@ def hf_features(*, include_private: bool = False) -> Any:
     label = {
         "schema": Value("string"),
         "question": Value("string"),
-        "value": Value("string"),  # JSON-encoded
+        # One of these is set, by the value's type (the module's docstring).
+        "value_int": Value("int64"),  # a rating
+        "value_bool": Value("bool"),  # yes / no
+        "value_text": Value("string"),  # a single choice, free text
+        "value_list": List(Value("string")),  # a multiple choice
+        "value_json": Value("string"),  # anything else, JSON-encoded
         "author": Value("string"),
         "updated_at": Value("string"),  # ISO 8601, UTC
     }
@@ -394,19 +407,53 @@ def _decode_fields(item: dict[str, Any], names: Iterable[str]) -> dict[str, Any]
     }
 
 
+def _label_value_columns(value: Any) -> dict[str, Any]:
+    """A label's value as the dataset's typed value columns: the one its type fits, set."""
+    columns: dict[str, Any] = dict.fromkeys(HF_LABEL_VALUE_COLUMNS)
+    if isinstance(value, bool):  # before int: a bool is an int to Python
+        columns["value_bool"] = value
+    elif isinstance(value, int):
+        columns["value_int"] = value
+    elif isinstance(value, str):
+        columns["value_text"] = value
+    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+        columns["value_list"] = value
+    elif value is not None:
+        columns["value_json"] = json.dumps(value, ensure_ascii=False)
+    return columns
+
+
+def _label_value(row: Mapping[str, Any]) -> Any:
+    for column in HF_LABEL_VALUE_COLUMNS:
+        if row[column] is not None:
+            return json.loads(row[column]) if column == "value_json" else row[column]
+    return None
+
+
+def _hf_label(label: dict[str, Any]) -> dict[str, Any]:
+    columns = _label_value_columns(label["value"])
+    return {key: value for key, value in label.items() if key != "value"} | columns
+
+
+def _jsonl_label(row: dict[str, Any]) -> dict[str, Any]:
+    label = {key: value for key, value in row.items() if key not in HF_LABEL_VALUE_COLUMNS}
+    return label | {"value": _label_value(row)}
+
+
 def hf_row_encode(record: dict[str, Any]) -> dict[str, Any]:
-    """A JSONL record as a dataset row: free-form JSON values become JSON strings."""
+    """A JSONL record as a dataset row: free-form JSON values become JSON strings, and a label's
+    value goes to the typed column that fits it."""
     return {
         **record,
         "task": _encode_fields(record["task"], _HF_JSON_TASK_FIELDS),
         "turns": [
             {
                 **_encode_fields(turn, _HF_JSON_TURN_FIELDS),
-                "labels": [_encode_fields(lb, _HF_JSON_LABEL_FIELDS) for lb in turn["labels"]],
+                "labels": [_hf_label(label) for label in turn["labels"]],
             }
             for turn in record["turns"]
         ],
-        "labels": [_encode_fields(lb, _HF_JSON_LABEL_FIELDS) for lb in record["labels"]],
+        "labels": [_hf_label(label) for label in record["labels"]],
     }
 
 
@@ -418,11 +465,11 @@ def hf_row_decode(row: dict[str, Any]) -> dict[str, Any]:
         "turns": [
             {
                 **_decode_fields(turn, _HF_JSON_TURN_FIELDS),
-                "labels": [_decode_fields(lb, _HF_JSON_LABEL_FIELDS) for lb in turn["labels"]],
+                "labels": [_jsonl_label(label) for label in turn["labels"]],
             }
             for turn in row["turns"]
         ],
-        "labels": [_decode_fields(lb, _HF_JSON_LABEL_FIELDS) for lb in row["labels"]],
+        "labels": [_jsonl_label(label) for label in row["labels"]],
     }
 
 
@@ -492,3 +539,61 @@ def save_hf_dataset(
             shutil.rmtree(scratch, ignore_errors=True)
         if bars_were_on:
             datasets.enable_progress_bars()
+
+
+class _ChunkSink:
+    """A write-only stream that keeps what is written until it is drained: ``zipfile`` writes an
+    archive into it (a stream it cannot seek in, so each entry gets a data descriptor), and the
+    download hands on each chunk as soon as it is written."""
+
+    def __init__(self) -> None:
+        self._chunks: list[bytes] = []
+
+    def write(self, data: bytes) -> int:
+        self._chunks.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def drain(self) -> Iterator[bytes]:
+        chunks, self._chunks = self._chunks, []
+        yield from chunks
+
+
+def hf_dataset_zip(
+    *,
+    filters: DialogueFilters,
+    scratch_root: str | Path,
+    folder: str,
+    include_private: bool = False,
+    chunk_size: int = EXPORT_CHUNK,
+    block_size: int = 1 << 20,
+) -> Iterator[bytes]:
+    """The Hugging Face dataset of ``save_hf_dataset``, as the bytes of a zip archive holding
+    its folder ``folder/`` (unzip it, then ``datasets.load_from_disk(folder)``).
+
+    Nothing happens until the first chunk is asked for: then the dataset is written to a scratch
+    folder under ``scratch_root``, zipped into the stream block by block, and the scratch
+    folder removed when the archive is done or the download is dropped."""
+    root = Path(scratch_root)
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".dialab-download-", dir=root))
+    try:
+        target = scratch / folder
+        save_hf_dataset(
+            filters=filters, path=target, include_private=include_private, chunk_size=chunk_size
+        )
+        sink = _ChunkSink()
+        with zipfile.ZipFile(sink, "w") as archive:  # type: ignore[arg-type]
+            for file in sorted(path for path in target.rglob("*") if path.is_file()):
+                entry = zipfile.ZipInfo.from_file(file, f"{folder}/{file.relative_to(target)}")
+                entry.compress_type = zipfile.ZIP_DEFLATED
+                with file.open("rb") as source, archive.open(entry, "w") as copy:
+                    while block := source.read(block_size):
+                        copy.write(block)
+                        yield from sink.drain()
+                yield from sink.drain()
+        yield from sink.drain()  # the archive's central directory
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

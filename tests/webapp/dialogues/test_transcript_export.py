@@ -370,6 +370,55 @@ def test_the_hf_dataset_round_trips_to_the_jsonl_records(corpus, tmp_path, inclu
     assert (SENTINEL.encode() in stored) is include_private
 
 
+def test_hf_label_values_keep_their_types_as_in_the_jsonl(corpus, tmp_path):
+    """A rating is 4, a yes/no is true and a choice is its text in the dataset as in the JSONL
+    (not the JSON text '4', 'true', '"points at the error"'): each in its typed column."""
+    import datasets
+
+    schema = corpus["questions"][0].schema
+    bob = corpus["labels"][1].author
+    solved = corpus["solved"]
+    for key, kind, options, value in [
+        ("leaked", "yes_no", [], True),
+        ("fault", "single_choice", ["points at the error", "vague"], "points at the error"),
+        ("extras", "multiple_choice", ["a", "b"], []),  # an empty choice is not a null
+        ("odd", "free_text", [], {"typed": "elsewhere", "n": 2.5}),  # no form stores this
+    ]:
+        question = LabelQuestion.objects.create(
+            schema=schema, key=key, text=key, kind=kind, target="dialogue", options=options,
+            position=5,
+        )  # fmt: skip
+        Annotation.objects.create(question=question, dialogue=solved, author=bob, value=value)
+    datasets_path = tmp_path / "export"
+    exporting.save_hf_dataset(filters=DialogueFilters(), path=datasets_path)
+    loaded = datasets.load_from_disk(str(datasets_path))
+    row = next(row for row in loaded if row["id"] == solved.pk)
+    label_columns = loaded.features["labels"].feature
+    assert {name: label_columns[name].dtype for name in ("value_int", "value_bool")} == {
+        "value_int": "int64", "value_bool": "bool"
+    }  # fmt: skip
+    typed = {
+        label["question"]: {
+            name: value
+            for name, value in label.items()
+            if name.startswith("value_") and value is not None
+        }
+        for label in [*row["labels"], *row["turns"][1]["labels"]]
+    }
+    assert typed == {
+        "helpfulness": {"value_int": 4},
+        "kinds": {"value_list": ["hint"]},
+        "overall": {"value_text": "clear"},
+        "leaked": {"value_bool": True},
+        "fault": {"value_text": "points at the error"},
+        "extras": {"value_list": []},
+        "odd": {"value_json": '{"typed": "elsewhere", "n": 2.5}'},
+    }
+    assert [exporting.hf_row_decode(row) for row in loaded] == records()
+    jsonl = {label["question"]: label["value"] for label in records()[0]["labels"]}
+    assert jsonl["leaked"] is True and jsonl["fault"] == "points at the error"
+
+
 def test_the_hf_schema_is_the_same_for_an_empty_export(corpus, tmp_path):
     import datasets
 
@@ -408,6 +457,47 @@ def test_the_download_includes_private_context_when_checked(researcher_client, c
     assert "-private.jsonl" in response["Content-Disposition"]
 
 
+def test_the_hf_download_is_a_streamed_zip_of_the_saved_dataset(
+    researcher_client, corpus, tmp_path, settings
+):
+    import zipfile
+
+    import datasets
+
+    settings.DATA_DIR = tmp_path / "data"
+    response = researcher_client.get(
+        reverse("dialogue_export_download"), {"outcome": "unsolved", "format": "hf"}
+    )
+    assert response.status_code == 200
+    assert isinstance(response, StreamingHttpResponse)
+    assert response["Content-Type"] == "application/zip"
+    disposition = response["Content-Disposition"]
+    assert disposition.startswith('attachment; filename="dialogues-') and ".zip" in disposition
+    folder = disposition.split('"')[1].removesuffix(".zip")
+    archive = tmp_path / "download.zip"
+    archive.write_bytes(b"".join(response.streaming_content))
+    with zipfile.ZipFile(archive) as opened:
+        assert {name.split("/")[0] for name in opened.namelist()} == {folder}
+        opened.extractall(tmp_path / "unzipped")
+    loaded = datasets.load_from_disk(str(tmp_path / "unzipped" / folder))
+    assert loaded.features == exporting.hf_features()
+    assert [exporting.hf_row_decode(row) for row in loaded] == records("outcome=unsolved")
+    assert SENTINEL.encode() not in archive.read_bytes()
+    # The dataset was written to a scratch folder that is gone once the download is done.
+    assert list((tmp_path / "data" / "exports").iterdir()) == []
+
+
+def test_a_dropped_hf_download_leaves_no_scratch_folder(corpus, tmp_path):
+    chunks = exporting.hf_dataset_zip(
+        filters=DialogueFilters(), scratch_root=tmp_path, folder="d", block_size=64
+    )
+    assert list(tmp_path.iterdir()) == []  # nothing is written before the first chunk
+    assert next(chunks).startswith(b"PK")
+    assert len(list(tmp_path.iterdir())) == 1
+    chunks.close()  # what the server does when the browser goes away
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_unknown_download_format_is_refused(researcher_client, corpus):
     response = researcher_client.get(reverse("dialogue_export_download"), {"format": "<b>hf</b>"})
     assert response.status_code == 400
@@ -431,6 +521,7 @@ def test_the_options_page_carries_the_filters(researcher_client, corpus):
         'name="include_private"' in page and "checked" not in page.split("include_private")[1][:80]
     )
     assert "manage.py export_dialogues --format hf --out DIR --filter" in page
+    assert 'name="format" value="jsonl"' in page and 'name="format" value="hf"' in page
     assert f"run={run_a.pk}&amp;outcome=unsolved" in page
 
 
