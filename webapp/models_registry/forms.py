@@ -11,6 +11,7 @@ from models_gpu.spec.backends import (
     SCRIPTED_POLICIES,
     backend_problems,
 )
+from webapp.core.json_input import JSONInputField
 from webapp.core.redaction import REDACTED, redact
 from webapp.models_registry.credentials import (
     location_credential_problem,
@@ -41,7 +42,7 @@ class ModelSpecForm(forms.ModelForm):
             "(a key goes in an environment variable named by api_key_env)."
         ),
     )
-    generation_params = forms.JSONField(
+    generation_params = JSONInputField(
         required=False,
         initial=dict,
         help_text=(

@@ -6,6 +6,7 @@ from typing import Any
 from django import forms
 
 from models_gpu.spec.verifiers import reference_problems, verifier_config_problems
+from webapp.core.json_input import parse_json_input
 from webapp.tasks import bounds
 from webapp.tasks.models import Task, TaskSet
 
@@ -49,13 +50,9 @@ class JSONObjectField(forms.CharField):
         # Validators run after to_python: the size and depth checks must come before parsing.
         validate_field_size(text)
         try:
-            parsed = bounds.json_loads(text)
+            parsed = parse_json_input(text, loads=bounds.json_loads)
         except bounds.NestingTooDeep as error:
             raise forms.ValidationError(f"Line {error.line}: {error}.") from None
-        except json.JSONDecodeError as error:
-            raise forms.ValidationError(
-                f"Not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
-            ) from None
         if not isinstance(parsed, dict):
             raise forms.ValidationError('Expected a JSON object, like {"key": "value"}.')
         return parsed
