@@ -18,6 +18,7 @@ pytestmark = pytest.mark.django_db
 
 LIMIT = 5
 COOL_OFF = timedelta(minutes=15)
+WRONG_PASSWORD = "Please enter a correct username and password."
 
 
 @pytest.fixture(autouse=True)
@@ -40,8 +41,16 @@ def lock_out(client: Client, username: str) -> None:
     for attempt in range(1, LIMIT):
         response = log_in(client, username, "wrong password")
         assert response.status_code == 200, f"attempt {attempt} is an ordinary wrong password"
-        assert "didn't match" in response.content.decode()
+        assert WRONG_PASSWORD in response.content.decode()
     assert log_in(client, username, "wrong password").status_code == 429
+
+
+def test_a_wrong_password_shows_one_message(client: Client) -> None:
+    UserFactory(username="ada")
+    page = log_in(client, "ada", "wrong password").content.decode()
+    assert page.count(WRONG_PASSWORD) == 1
+    assert "didn't match" not in page  # the template's own second message, gone
+    assert page.count('class="error"') + page.count('class="errorlist') == 1
 
 
 def test_the_right_password_is_refused_after_too_many_wrong_ones(client: Client) -> None:
