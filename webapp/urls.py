@@ -7,6 +7,7 @@ from webapp.core import docs
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("docs/", docs.docs, name="docs"),
     path("docs/<path:path>", docs.docs, name="docs_page"),
     path("demo/miniature/", views.demo_miniature, name="demo_miniature"),

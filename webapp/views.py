@@ -1,5 +1,5 @@
 """Site-wide pages: the home page (recent runs and task sets, a house-model build while one runs,
-and the demo's miniature SML button) and the health check."""
+and the demo's miniature SML button), the health check and /favicon.ico."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -145,6 +146,16 @@ def demo_miniature_figure(request: HttpRequest) -> HttpResponse:
         raise Http404("No miniature report yet.")
     response = FileResponse(figure.open("rb"), content_type="image/svg+xml")
     response["Content-Security-Policy"] = "default-src 'none'"  # opened on its own: no script
+    return response
+
+
+@login_not_required
+def favicon(request: HttpRequest) -> HttpResponse:
+    """``/favicon.ico``, which browsers ask for wherever a page names no icon (a JSON or a
+    download opened on its own): our SVG icon, the one every page links to. Not permanent, so a
+    new static URL (a hashed name, another STATIC_URL) is followed the next day."""
+    response = redirect(static("dialab/favicon.svg"))
+    response["Cache-Control"] = "public, max-age=86400"
     return response
 
 
