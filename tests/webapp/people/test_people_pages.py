@@ -240,7 +240,7 @@ def test_next_redirects_to_the_dialogue_s_next_turn(researcher_client, researche
     run = _run(researcher)
     pending = _pending(run, "student", status=PendingTurn.Status.DONE, answered_by=researcher)
     waiting = researcher_client.get(_turn_url(pending, "next/"))
-    assert waiting.status_code == 200 and "Waiting" in waiting.content.decode()
+    assert waiting.status_code == 200 and "The model is replying" in waiting.content.decode()
     following = PendingTurn.objects.create(
         **{name: getattr(pending, name) for name in SAME_DIALOGUE},
         round=2,
@@ -267,6 +267,27 @@ def test_next_shows_the_final_verdict_and_stops_polling(researcher_client, resea
     assert "solved at turn 2" in page
     assert reverse("dialogue_detail", args=[dialogue.pk]) in page
     assert "every 2s" not in page
+
+
+def test_the_replying_note_goes_once_the_dialogue_ends(researcher_client, researcher):
+    """The note "Sent. The model is replying…" stood beside "The dialogue ended": it is part of
+    the polled outcome, so the verdict replaces it."""
+    run = _run(researcher)
+    pending = _pending(run, "student", status=PendingTurn.Status.DONE, answered_by=researcher)
+    polled = researcher_client.get(_turn_url(pending, "next/")).content.decode()
+    assert "The model is replying…" in polled
+    Dialogue.objects.create(
+        run=run, task=pending.task, sample_index=0, seed=7, outcome="unsolved",
+        num_turns=2, end_reason="max_turns",
+    )  # fmt: skip
+
+    for page in (
+        researcher_client.get(_turn_url(pending, "next/")).content.decode(),
+        researcher_client.get(_turn_url(pending)).content.decode(),
+    ):
+        assert "The dialogue ended" in page
+        assert "replying" not in page
+    assert '<p id="sent"><strong>Sent.</strong></p>' in page
 
 
 def test_researcher_reassigns_a_turn(researcher_client, researcher, annotator):
