@@ -250,6 +250,8 @@ class _Dialogue:
         verdict = self.turns[-1].verdict
         assert verdict is not None, "the teacher answers a verified reply"
         context: dict[str, Any] = {"extracted": verdict.extracted}
+        if self.task.domain:  # the task family, so feedback can fit it (higher / lower, ...)
+            context["domain"] = self.task.domain
         if protocol.teacher_sees_reference:
             context["reference"] = dict(self.task.reference)
         if protocol.teacher_sees_verifier_details:

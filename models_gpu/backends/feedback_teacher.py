@@ -1,8 +1,11 @@
 """A programmatic teacher: feedback written only from its private context, never the answer.
 
-It reads ``request.private_context`` (``verdict_details``, ``extracted``, maybe ``reference``)
-and ignores the conversation. Whatever it writes passes a final guard: a draft that states the
-reference answer (as a whole token, or as any number equal to it) is replaced by a vaguer one.
+It reads ``request.private_context`` (``verdict_details``, ``extracted``, maybe ``reference``
+and the task's ``domain``) and ignores the conversation. Its hint after "too high" / "too low"
+fits the task family: "The hidden number is lower." in guess-the-number, "Check each column
+again, carrying where needed." otherwise (sums). Whatever it writes passes a final guard: a draft
+that states the reference answer (as a whole token, or as any number equal to it) is replaced by
+a vaguer one.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from models_gpu.types import GenerationRequest
 from models_gpu.verifiers.extraction import find_numbers, parse_number
 
 ASK_FOR_ANSWER = "End with 'The answer is N.'"
+# generators.families.guess_number's domain: the player is told higher or lower, nothing more.
+GUESS_NUMBER_DOMAIN = "guess_number"
 
 
 def feedback_teacher_reply(request: GenerationRequest) -> str:
@@ -23,9 +28,10 @@ def feedback_teacher_reply(request: GenerationRequest) -> str:
     extracted: str | None = context.get("extracted")
     reference = _reference_answer(context)
     direction = details.get("direction") or _direction_from_reference(extracted, reference)
+    guessing = context.get("domain") == GUESS_NUMBER_DOMAIN
     drafts = (
-        _specific_feedback(details.get("reason"), direction, extracted),
-        _generic_feedback(direction),
+        _specific_feedback(details.get("reason"), direction, extracted, guessing=guessing),
+        _generic_feedback(direction, guessing=guessing),
         "Not quite.",
         "Try again.",  # shares no word with the one before, so one of the two is always safe
     )
@@ -58,7 +64,9 @@ def leaks_reference(text: str, reference_answer: str) -> bool:
     return expected is not None and any(parse_number(n) == expected for n in find_numbers(text))
 
 
-def _specific_feedback(reason: object, direction: str | None, extracted: str | None) -> str:
+def _specific_feedback(
+    reason: object, direction: str | None, extracted: str | None, *, guessing: bool
+) -> str:
     if extracted is None or reason == "no_answer_found":
         return f"I could not find an answer in your reply. {ASK_FOR_ANSWER}"
     if reason == "correct":
@@ -68,6 +76,8 @@ def _specific_feedback(reason: object, direction: str | None, extracted: str | N
     if direction is not None:
         numbers = find_numbers(extracted)
         judged = numbers[-1] if numbers else extracted  # the number the verifier compared
+        if guessing:
+            return f"Not quite: {judged} is {_words(direction)}. {_hidden_number_is(direction)}"
         return (
             f"Not quite: {judged} is {_words(direction)}. "
             "Check each column again, carrying where needed."
@@ -75,10 +85,16 @@ def _specific_feedback(reason: object, direction: str | None, extracted: str | N
     return f'Not quite: "{extracted}" is not the answer. Re-read the question and try again.'
 
 
-def _generic_feedback(direction: str | None) -> str:
+def _generic_feedback(direction: str | None, *, guessing: bool) -> str:
     if direction is None:
         return "Not quite. Check your work and try again."
+    if guessing:
+        return f"Not quite: your guess is {_words(direction)}. {_hidden_number_is(direction)}"
     return f"Not quite: your answer is {_words(direction)}. Check your work and try again."
+
+
+def _hidden_number_is(direction: str) -> str:
+    return f"The hidden number is {'lower' if direction == 'too_high' else 'higher'}."
 
 
 def _words(direction: str) -> str:

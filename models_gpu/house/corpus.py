@@ -215,13 +215,14 @@ def answer_text(value: Fraction | int | str) -> str:
 
 
 def teacher_feedback(task: TaskSpec, attempt: str) -> str:
-    """What the scripted feedback teacher says to ``attempt``, given what the engine shows it."""
+    """What the scripted feedback teacher says to ``attempt``, given what the engine shows it
+    (``engine``'s teacher private context: the task's domain too, so a guessing game is told
+    "The hidden number is lower.", not to carry)."""
     verdict = verify_numeric(task, attempt)
-    context = {
-        "extracted": verdict.extracted,
-        "reference": dict(task.reference),
-        "verdict_details": dict(verdict.details),
-    }
+    context: dict[str, Any] = {"extracted": verdict.extracted}
+    if task.domain:
+        context["domain"] = task.domain
+    context |= {"reference": dict(task.reference), "verdict_details": dict(verdict.details)}
     return feedback_teacher_reply(GenerationRequest(messages=(), seed=0, private_context=context))
 
 

@@ -349,3 +349,21 @@ def test_jobs_taken_up_between_chunks_play_next_before_the_jobs_still_waiting(
     # Chunks run to their end one after another: [0, 1], then [6, 2], then [3, 4], then [5].
     assert set(order[:2]) == {0, 1} and set(order[2:4]) == {2, 6}
     assert stats.dialogues_finished == 7
+
+
+def test_the_teacher_knows_the_task_family_so_a_guessing_game_hears_higher_or_lower(
+    scripted_teacher: Generator,
+) -> None:
+    from models_gpu.generators.families import guess_number, task_spec
+
+    task = task_spec(guess_number(random.Random(3), {"low": 1, "high": 64}), task_id=1)
+    [result], _ = run(
+        [DialogueJob(task=task, sample_index=0, seed=0)],
+        student_with(first_try_accuracy=0.0, feedback_gain=0.0),
+        scripted_teacher,
+    )
+    feedback = [turn for turn in result.turns if turn.role == "teacher"]
+    assert feedback and all(turn.private_context["domain"] == "guess_number" for turn in feedback)
+    for turn in feedback:
+        assert turn.text.endswith(("The hidden number is lower.", "The hidden number is higher."))
+        assert "carrying" not in turn.text

@@ -36,6 +36,39 @@ def test_too_high_quotes_the_attempt_and_the_direction() -> None:
     assert text == "Not quite: 565 is too high. Check each column again, carrying where needed."
 
 
+@pytest.mark.parametrize(
+    ("guess", "direction", "hint"),
+    [
+        ("70", "too_high", "The hidden number is lower."),
+        ("12", "too_low", "The hidden number is higher."),
+    ],
+)
+def test_a_guessing_game_is_told_higher_or_lower_not_to_carry(
+    guess: str, direction: str, hint: str
+) -> None:
+    text = feedback(
+        domain="guess_number",
+        extracted=guess,
+        reference={"answer": "37"},
+        verdict_details=numeric_details("wrong_value", direction),
+    )
+    assert text == f"Not quite: {guess} is {direction.replace('_', ' ')}. {hint}"
+    # Without the verifier's details, the reference alone gives the direction.
+    assert feedback(domain="guess_number", extracted=guess, reference={"answer": "37"}) == text
+
+
+def test_a_guessing_game_s_generic_feedback_also_says_higher_or_lower() -> None:
+    """When quoting the guess would state the answer ("-37" holds "37"), the vaguer draft keeps
+    the family's hint."""
+    text = feedback(
+        domain="guess_number",
+        extracted="-37",
+        reference={"answer": "37"},
+        verdict_details=numeric_details("wrong_value", "too_low"),
+    )
+    assert text == "Not quite: your guess is too low. The hidden number is higher."
+
+
 def test_too_low_quotes_only_the_judged_number() -> None:
     text = feedback(
         extracted="40 + 45 = 84",

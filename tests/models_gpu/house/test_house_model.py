@@ -134,6 +134,20 @@ def test_guessing_games_are_played_with_valid_moves_and_no_strategy() -> None:
                 inconsistent += not bounds[0] < value < bounds[1]
             if reply is not None:
                 assert reply.content == teacher_feedback(spec, guess.content)
+                # Told as the engine tells it (the domain in the teacher's context): higher or
+                # lower, never the sums' "carrying".
+                verdict = verify_numeric(spec, guess.content)
+                context = {"extracted": verdict.extracted, "domain": "guess_number",
+                           "reference": {"answer": str(hidden)},
+                           "verdict_details": dict(verdict.details)}  # fmt: skip
+                assert reply.content == feedback_teacher_reply(
+                    GenerationRequest(messages=(), seed=0, private_context=context)
+                )
+                assert reply.content.endswith(
+                    "The hidden number is lower."
+                    if value > hidden
+                    else "The hidden number is higher."
+                )
                 bounds[0 if value < hidden else 1] = value
     assert later > 300 and inconsistent / later > 0.25
 
