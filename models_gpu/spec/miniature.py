@@ -25,8 +25,8 @@ def latest_results_dir(data_dir: Path) -> Path:
 
 MINIATURE_ONLINE = OnlineConfig(
     group_size=8, tasks_per_step=8, horizon=4, gamma=0.7, temperature=1.0, max_new_tokens=12,
-    store_share=0.0, eval_every=0,
-)  # fmt: skip
+    store_share=0.25, eval_every=0,
+)  # fmt: skip  # store_share: what is kept to read (the demo's run), not what is trained
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ class OnlineConfig:
     clip_epsilon: float = 0.2
     temperature: float = 1.0
     max_new_tokens: int = 64
-    store_share: float = 0.1
+    store_share: float = 0.25
     eval_every: int = 0
 
     def __post_init__(self) -> None:
@@ -105,7 +105,7 @@ ONLINE_SETTINGS: tuple[Setting, ...] = (
     _setting("max_new_tokens", "int", "Longest student turn in tokens while it plays.", low=1,
              high=32768),
     _setting("store_share", "float",
-             "Share of every step's dialogues stored with the run (readable, labellable).",
+             "Share of each step's dialogues kept with the run, to read and label (0: none).",
              low=0, high=1),
     _setting("eval_every", "int",
              "Evaluate on the held-out tasks every this many steps (0: only at the end).",

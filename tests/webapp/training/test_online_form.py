@@ -64,11 +64,43 @@ def test_a_launch_freezes_the_online_run_and_its_single_turn_sibling(
     ) == (8, 1)
     assert sibling_config.training == config.training
     page = researcher_client.get(launched.url).content.decode()
-    assert "online SML (multi-turn GRPO)" in page and "Stored rollouts" in page
+    assert "online SML (multi-turn GRPO)" in page
+    assert "Rollouts kept</dt>" in page and "10% of each step's dialogues" in page
     assert (
         "single-turn RL"
         in researcher_client.get(reverse("training_run_detail", args=[sibling.pk])).content.decode()
     )
+
+
+@pytest.mark.parametrize(
+    ("share", "said"),
+    [
+        ("0.25", "25% of each step's dialogues · <a href="),
+        ("0", 'none <span class="muted">(this run keeps no step\'s dialogues'),
+    ],
+)
+def test_the_run_page_says_plainly_which_rollouts_it_keeps(
+    researcher_client: Any, world: dict[str, Any], share: str, said: str
+) -> None:
+    """It said "Stored rollouts: the run's dialogues · 0 of every step's"."""
+    launched = researcher_client.post(
+        reverse("training_online_create"), online_data(world, store_share=share)
+    )
+    page = researcher_client.get(launched.url).content.decode()
+    kept = page.split('id="stored-rollouts">')[1].split("</dd>")[0]
+    assert said in kept
+    assert "every step" not in page and ("kept so far" in kept) == (share != "0")
+
+
+def test_the_form_keeps_a_share_of_each_step_by_default(researcher_client: Any) -> None:
+    form = researcher_client.get(reverse("training_online_create")).context["form"]
+    assert form["store_share"].initial == 0.25
+
+
+def test_the_demo_miniature_keeps_rollouts_to_read() -> None:
+    from models_gpu.spec.miniature import MINIATURE_ONLINE
+
+    assert MINIATURE_ONLINE.store_share == 0.25
 
 
 def test_without_the_baseline_one_run_is_launched(
