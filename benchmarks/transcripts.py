@@ -141,7 +141,8 @@ def seed(dialogues_per_run: int) -> float:
     raw = connection.connection  # the psycopg connection under Django's
     dialogue_columns = (
         "run_id, task_id, sample_index, seed, outcome, first_correct_turn, num_turns, "
-        "end_reason, created_at, task_position, leaked, changed_answer, turn_kinds, student_name"
+        "end_reason, created_at, task_position, leaked, changed_answer, turn_kinds, student_name, "
+        "ended_by, end_note"
     )
     with raw.cursor() as cursor:
         with cursor.copy(f"COPY dialogues_dialogue ({dialogue_columns}) FROM STDIN") as copy:
@@ -154,6 +155,7 @@ def seed(dialogues_per_run: int) -> float:
                         "solved" if solved_at else "unsolved", solved_at, 5,
                         "solved" if solved_at else "max_turns", "2026-11-21T00:00:00Z",
                         0, False, False, 0, "",  # filled in by denormalise()
+                        "", "",  # ended by no person, no note
                     ))  # fmt: skip
         cursor.execute("SELECT id FROM dialogues_dialogue ORDER BY id")
         dialogue_ids = [row[0] for row in cursor.fetchall()]
@@ -529,6 +531,41 @@ def query_counts(data: dict[str, object]) -> dict[str, int]:
     return counts
 
 
+def profile_pages(data: dict[str, object], requests: int, only: list[str]) -> None:
+    """Where each page's time goes: cProfile over ``requests`` in-process requests of each page
+    kind (the whole Django stack, middleware included, on the benchmark's data), printed as the
+    functions with the most time of their own and the most time under them."""
+    import cProfile
+    import io
+    import pstats
+
+    from django.test import Client
+
+    from webapp.accounts.models import User
+
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(User.objects.get(username="bench"))
+    for label, urls in page_urls(data).items():
+        if label.startswith("healthz") or (only and not any(o in label for o in only)):
+            continue
+        plan = (urls * requests)[:requests]
+        for url in plan[:10]:  # warm: templates compiled, caches filled
+            client.get(url)
+        profiler = cProfile.Profile()
+        started = time.process_time()
+        profiler.enable()
+        for url in plan:
+            assert client.get(url).status_code == 200, url
+        profiler.disable()
+        cpu_ms = (time.process_time() - started) * 1000 / requests
+        print(f"\n== {label}: {requests} requests, {cpu_ms:.1f} ms CPU each under the profiler")
+        for order in ("tottime", "cumulative"):
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(25)
+            print(f"-- by {order}")
+            print("\n".join(out.getvalue().splitlines()[6:]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=15.0, help="Load time per page kind.")
@@ -548,6 +585,10 @@ def main() -> None:
     parser.add_argument(
         "--only", action="append", default=[], help="Measure only page kinds containing this."
     )
+    parser.add_argument(
+        "--profile", type=int, default=0, metavar="N",
+        help="Instead of the load: profile N in-process requests of each page kind.",
+    )  # fmt: skip
     parser.add_argument(
         "--dialogues-per-run", type=int, default=DIALOGUES_PER_RUN, help="Smaller for a dry run."
     )
@@ -607,6 +648,9 @@ def main() -> None:
             print(f"seeded {expected:,} dialogues and {expected * TURNS_PER_DIALOGUE:,} turns "
                   f"with COPY in {seconds:.0f} s")  # fmt: skip
         data = prepare(args.clients)
+        if args.profile:
+            profile_pages(data, args.profile, args.only)
+            return
         counts = query_counts(data)
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "webapp.wsgi:application",

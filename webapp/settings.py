@@ -135,7 +135,11 @@ TEMPLATES = [
         "BACKEND": "django.template.backends.jinja2.Jinja2",
         "DIRS": [BASE_DIR / "templates" / "jinja2"],
         "APP_DIRS": False,
-        "OPTIONS": {"autoescape": True, "undefined": jinja2.StrictUndefined},
+        "OPTIONS": {
+            "autoescape": True,
+            "undefined": jinja2.StrictUndefined,
+            "environment": "webapp.core.fragments.environment",
+        },
     },
 ]
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.safestring import SafeString
 from django_htmx.http import push_url
 
@@ -177,18 +178,39 @@ def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
     other_runs = selectors.runs_of_task(
         task_id=dialogue.task_id, exclude_run_id=dialogue.run_id, reader=_reader(request)
     )
+    saw = who_saw(
+        turns,
+        protocol_mode=dialogue.protocol_mode,  # type: ignore[attr-defined]
+        teacher_sees_reference=dialogue.teacher_sees_reference,  # type: ignore[attr-defined]
+    )
     context = {
         "dialogue": dialogue,
-        "turns": turns,
-        "who_saw": who_saw(
-            turns,
-            protocol_mode=dialogue.protocol_mode,  # type: ignore[attr-defined]
-            teacher_sees_reference=dialogue.teacher_sees_reference,  # type: ignore[attr-defined]
-        ),
+        "who_saw": saw,
         "list_query": list_query,
         "list_query_without_page": list_params.urlencode(),
         "neighbours": neighbours,
-        "compare_offers": compare_offers(other_runs, dialogue.sample_index),
+        "conversation_html": render_fragment(
+            "dialogues/conversation.html",
+            {
+                "task": dialogue.task,
+                "turns": turns,
+                "who_saw": saw,
+                "fork_url": (
+                    reverse("fork_panel", args=[dialogue.pk])
+                    if _reader(request).is_researcher
+                    else ""
+                ),
+            },
+        ),
+        "compare_html": render_fragment(
+            "dialogues/compare_offers.html",
+            {
+                "offers": compare_offers(other_runs, dialogue.sample_index),
+                "sample_index": dialogue.sample_index,
+                "compare_url": f"{reverse('dialogue_compare')}?task={dialogue.task_id}"
+                f"&left_run={dialogue.run_id}",
+            },
+        ),
     }
     return render(request, "dialogues/dialogue_detail.html", context)
 

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import template
 
 from webapp.core.durations import duration
+from webapp.core.rendering import pretty_json, render_markdown
 
 register = template.Library()
 
 
-@register.filter
-def pretty_json(value: Any) -> str:
-    """Indented JSON for showing structured data (a turn's private context) to people."""
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+# Indented JSON for people (a turn's private context); also a Jinja2 filter (core.fragments).
+register.filter("pretty_json", pretty_json)
 
 
 @register.filter
@@ -36,8 +34,6 @@ def words(identifier: str) -> str:
 @register.filter
 def markdown(text: str) -> str:
     """Sanitized markdown with MathML math and highlighted code (see core.rendering)."""
-    from webapp.core.rendering import render_markdown
-
     return render_markdown(text or "")
 
 
