@@ -473,6 +473,11 @@ def measure(
     }
 
 
+def _headline_name(label: str) -> str:
+    """ "transcript list, filtered" -> "transcript_list_filtered"."""
+    return "_".join(label.replace("(POST)", "").replace(",", " ").split())
+
+
 def _row(label: str, result: dict, baseline: float, next_baseline: float) -> str:
     return (
         f"{label:<28} {result['requests']:>8} {result['rps']:>7.1f} {result['p50']:>7.1f} "
@@ -697,10 +702,17 @@ def main() -> None:
         # page kind, and each ratio is against the mean of the baselines on either side of it.
         before = measure(base, baseline_plan, args.seconds, pids)
         print(_row("healthz (baseline)", before, before["p95"], before["p95"]))
+        headline = [("healthz_app_cpu_ms_per_request", before["cpu_ms"]["app"])]
         for label, plan in plans.items():
             result = measure(base, plan, args.seconds, pids)
             after = measure(base, baseline_plan, args.seconds / 3, pids)
-            print(_row(label, result, (before["p95"] + after["p95"]) / 2, after["p95"]))
+            baseline = (before["p95"] + after["p95"]) / 2
+            print(_row(label, result, baseline, after["p95"]))
+            name = _headline_name(label)
+            headline += [
+                (f"{name}_p95_vs_healthz", result["p95"] / baseline),
+                (f"{name}_app_cpu_ms_per_request", result["cpu_ms"]["app"]),
+            ]
             if result["errors"]:
                 print(f"   {result['errors']} errors, e.g. {result['sample_errors'][:2]}")
             before = after
@@ -716,6 +728,9 @@ def main() -> None:
         print("SQL queries per page (in-process, same data):")
         for label, count in counts.items():
             print(f"  {label:<28} {count}")
+        print()
+        for name, value in headline:
+            print(f"{name}: {value:.1f}")
     finally:
         if server is not None:
             server.terminate()

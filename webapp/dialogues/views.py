@@ -158,7 +158,7 @@ def compare_offers(runs: Sequence[selectors.RunOfTask], sample_index: int) -> li
 
 def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
     try:
-        dialogue = selectors.dialogue_with_turns(pk=pk, reader=_reader(request))
+        dialogue, turns = selectors.dialogue_with_turns(pk=pk, reader=_reader(request))
     except Dialogue.DoesNotExist:
         raise Http404("No such dialogue.") from None
     list_query = _clean_query(request.GET).urlencode()
@@ -174,7 +174,6 @@ def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
         )
     list_params = _clean_query(request.GET)
     list_params.pop("page", None)
-    turns = list(dialogue.turns.all())
     other_runs = selectors.runs_of_task(
         task_id=dialogue.task_id, exclude_run_id=dialogue.run_id, reader=_reader(request)
     )
