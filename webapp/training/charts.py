@@ -56,28 +56,29 @@ def training_curves_figure(
     points: Mapping[str, Sequence[tuple[int, float]]], panels: Sequence[Panel] = PANELS
 ) -> dict[str, Any]:
     """One panel per entry of ``panels``, two a row, by optimizer step; ``points[name]`` is
-    [(step, value)]."""
+    [(step, value)]. Every panel has its axes from the start: one with nothing to draw yet
+    says so inside them; shares run from 0 to 100%."""
     rows = (len(panels) + 1) // 2
     figure = make_subplots(rows=rows, cols=2, subplot_titles=[title for title, _ in panels])
+    last_step = max((step for values in points.values() for step, _ in values), default=0)
     for index, (title, names) in enumerate(panels):
-        curves = _curve_names(points, names)
+        cell = {"row": index // 2 + 1, "col": index % 2 + 1}
+        curves = [name for name in _curve_names(points, names) if points.get(name)]
+        share = any(name in SHARES for name in names)
         for colour, name in enumerate(curves):
             several = len(curves) > 1
             label = _label(name) if several else title
             figure.add_trace(
-                _trace(points, name, label, COLOURS[(index + colour) % len(COLOURS)], several),
-                row=index // 2 + 1,
-                col=index % 2 + 1,
+                _trace(
+                    points, name, label, COLOURS[(index + colour) % len(COLOURS)], several, share
+                ),
+                **cell,
             )
-        if any(name in SHARES for name in names):
-            figure.update_yaxes(
-                tickformat=".0%", rangemode="tozero", row=index // 2 + 1, col=index % 2 + 1
-            )
-    if not any(points.values()):
-        figure.add_annotation(
-            text="no training steps logged yet", x=0.5, y=0.5, xref="paper", yref="paper",
-            showarrow=False, font={"size": 14, "color": "#667085"},
-        )  # fmt: skip
+        if share:
+            # A little room past 0 and 100% so that markers there are not cut in half.
+            figure.update_yaxes(tickformat=".0%", range=[-0.03, 1.03], **cell)
+        if not curves:
+            _empty_panel(figure, index, names, last_step, share)
     figure.update_layout(
         height=230 * rows + 40, margin={"l": 50, "r": 20, "t": 40, "b": 40},
         template="plotly_white", legend={"orientation": "h", "y": -0.08},
@@ -87,22 +88,47 @@ def training_curves_figure(
     return result
 
 
+def _empty_panel(
+    figure: go.Figure, index: int, names: Sequence[str], last_step: int, share: bool
+) -> None:
+    """Axes for a panel with no points yet (an empty trace, or Plotly draws none), spanning
+    the steps so far, and a note inside them saying what is missing."""
+    cell = {"row": index // 2 + 1, "col": index % 2 + 1}
+    figure.add_trace(go.Scatter(x=[], y=[], showlegend=False, hoverinfo="skip"), **cell)
+    figure.update_xaxes(range=[0, max(last_step, 10)], **cell)
+    if not share:
+        figure.update_yaxes(range=[0, 1], **cell)
+    if not last_step:
+        note = "no training steps logged yet"
+    elif Curve.HELDOUT_SOLVED_BY_TURN_ in names:
+        note = "no held-out evaluation yet"
+    else:
+        note = "nothing logged yet"
+    axis = "" if index == 0 else str(index + 1)
+    figure.add_annotation(
+        text=note, x=0.5, y=0.5, xref=f"x{axis} domain", yref=f"y{axis} domain",
+        showarrow=False, font={"size": 13, "color": "#667085"},
+    )  # fmt: skip
+
+
 def _trace(
     points: Mapping[str, Sequence[tuple[int, float]]],
     name: str,
     label: str,
     colour: str,
     several: bool,
+    share: bool,
 ) -> go.Scatter:
-    """One curve; a held-out evaluation's accuracy from its counts, with Wilson intervals."""
+    """One curve (a share's values in %); a held-out evaluation's accuracy from its counts,
+    with Wilson intervals."""
     style = {"name": label, "line": {"color": colour}, "showlegend": several}
     if not name.startswith(Curve.HELDOUT_SOLVED_BY_TURN_):
         steps = points.get(name, ())
         return go.Scatter(
             x=[step for step, _ in steps],
             y=[value for _, value in steps],
-            mode="lines",
-            hovertemplate=f"step %{{x}}: %{{y:.4g}}<extra>{label}</extra>",
+            mode="lines" if len(steps) > 1 else "markers",  # one point draws no line
+            hovertemplate=f"step %{{x}}: %{{y:{'.1%' if share else '.4g'}}}<extra>{label}</extra>",
             **style,
         )
     dialogues = dict(points.get(Curve.HELDOUT_DIALOGUES, ()))
