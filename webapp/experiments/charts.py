@@ -145,12 +145,30 @@ def lic_conditions_figure(metrics: LicMetrics) -> dict[str, Any]:
     shown = [c for c in metrics.conditions if c.mean is not None]
     means = [c.mean or 0.0 for c in shown]
     figure = go.Figure()
+    # Aptitude first: a trace drawn later lies on top, and the mean with its interval is the
+    # figure's point (drawn over the aptitude marker when the two are equal, as at 0 and 100%).
+    figure.add_trace(
+        go.Scatter(
+            x=[c.condition for c in shown],
+            y=[c.aptitude for c in shown],
+            mode="markers",
+            name="aptitude (90th percentile)",
+            legendrank=2,
+            marker={
+                "color": COLOURS[1],
+                "size": 12,
+                "symbol": "diamond-open",
+                "line": {"width": 2},
+            },
+        )
+    )
     figure.add_trace(
         go.Scatter(
             x=[c.condition for c in shown],
             y=means,
             mode="markers",
             name="mean score",
+            legendrank=1,
             marker={"color": COLOURS[0], "size": 10},
             error_y=_error_bars(
                 means,
@@ -158,15 +176,6 @@ def lic_conditions_figure(metrics: LicMetrics) -> dict[str, Any]:
                 [c.mean_high or 0.0 for c in shown],
                 COLOURS[0],
             ),
-        )
-    )
-    figure.add_trace(
-        go.Scatter(
-            x=[c.condition for c in shown],
-            y=[c.aptitude for c in shown],
-            mode="markers",
-            name="aptitude (90th percentile)",
-            marker={"color": COLOURS[1], "size": 10, "symbol": "diamond"},
         )
     )
     figure.update_layout(

@@ -7,6 +7,8 @@ import pytest
 
 from tests.factories import StudentFactory, TaskFactory, TaskSetFactory
 from tests.transcript_builders import attempt, store, turn
+from webapp.core.figure_export import render
+from webapp.experiments.charts import lic_conditions_figure
 from webapp.experiments.lic import lic_metrics
 from webapp.experiments.models import LostInConversation
 from webapp.experiments.services import lic_experiment_create
@@ -75,6 +77,15 @@ def test_mean_aptitude_unreliability_drop_and_premature_answering(experiment) ->
     early, late = metrics.premature
     assert (early.turn, early.score.mean, early.score.count) == (1, 0.0, 6)
     assert (late.turn, late.score.mean, late.score.count) == (3, 1.0, 6)
+    # FULL's mean and aptitude are both 100%: the mean's marker is drawn last, on top (issue 33),
+    # and is still first in the legend.
+    figure = lic_conditions_figure(metrics)
+    assert [trace["name"] for trace in figure["data"]] == [
+        "aptitude (90th percentile)",
+        "mean score",
+    ]
+    assert [trace["legendrank"] for trace in figure["data"]] == [2, 1]
+    assert render(figure, "svg").startswith(b"<?xml")
 
 
 def test_the_page_its_figures_and_the_form_checks(researcher_client, experiment) -> None:  # type: ignore[no-untyped-def]
