@@ -26,9 +26,14 @@ from webapp.demo.services import (
     miniature_latest_figure,
     miniature_latest_result,
 )
-from webapp.models_registry.house import house_build_progress_path
-from webapp.runs.selectors import run_list
+from webapp.metrics.figures import AccuracyCurve
+from webapp.metrics.stats import Proportion
+from webapp.models_registry.house import HOUSE_MODEL_NAME, house_build_progress_path
+from webapp.models_registry.models import ModelSpec
+from webapp.runs.models import Run
+from webapp.runs.selectors import run_list, runs_accuracy_by_turn
 from webapp.tasks.selectors import task_set_list
+from webapp.training.selectors import TrainingEvaluations, training_run_evaluations
 
 HOUSE_BUILD_TARGET = "house-build"
 # A build reports at least once a second while it trains; the held-out evaluation after the
@@ -98,6 +103,37 @@ def house_build(*, now: float | None = None) -> HouseBuild | None:
         return None
 
 
+@dataclass(frozen=True)
+class HouseModel:
+    """The registered house model, its latest evaluation run and what that run has scored so
+    far (accuracy after turn k over the dialogues it has counted)."""
+
+    model: ModelSpec
+    run: Run | None
+    curve: AccuracyCurve | None
+
+    @property
+    def first_turn(self) -> Proportion | None:
+        return self.curve.points[0].accuracy if self.curve and self.curve.points else None
+
+
+def house_model() -> HouseModel | None:
+    """The house model once built and registered (None before, or once retired)."""
+    model = ModelSpec.objects.filter(name=HOUSE_MODEL_NAME, retired=False).first()
+    if model is None:
+        return None
+    run = model.student_runs.filter(kind=Run.Kind.EVAL).order_by("-pk").first()
+    curve = runs_accuracy_by_turn(runs=[run])[run.pk] if run is not None else None
+    return HouseModel(model, run, curve)
+
+
+def miniature_evaluations(run: Run | None) -> TrainingEvaluations | None:
+    """The held-out evaluations a succeeded miniature run still waits for, or None."""
+    if run is None or run.status != Run.Status.SUCCEEDED:
+        return None
+    return training_run_evaluations(run=run, trained_model=run.produced_models.first())
+
+
 def _house_build_fragment(request: HttpRequest) -> HttpResponse:
     """What the home page's build card polls: the card again, and 286 (htmx stops polling)
     once the build is over."""
@@ -118,12 +154,16 @@ def home(request: HttpRequest) -> HttpResponse:
     context = {
         "recent_runs": run_list()[:5],
         "task_sets": task_set_list()[:5],
-        # A finished build is in the model list; the home page shows one only while it runs,
-        # or when it failed or stopped, which needs the researcher's hand.
+        # The build's card while it runs, or when it failed or stopped, which needs the
+        # researcher's hand.
         "house_build": build if build is not None and build.state != "done" else None,
+        # Once built, what it scored and the run that measured it.
+        "house_model": house_model() if build is None or build.state == "done" else None,
+        "house_build_time": build.time_taken if build is not None else "",
         "miniature_ready": demo_miniature_ready(),
         "miniature_run": miniature_run,
         "miniature_relaunch": demo_miniature_relaunchable(miniature_run),
+        "miniature_evaluations": miniature_evaluations(miniature_run),
         "miniature_result": miniature_latest_result(),
     }
     return render(request, "core/home.html", context)

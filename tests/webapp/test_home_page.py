@@ -12,6 +12,13 @@ import pytest
 from django.urls import reverse
 
 from models_gpu.house.progress import BuildProgressFile
+from tests.config_builders import StoredKind, stored_training_run
+from tests.factories import TaskFactory, frozen_run
+from tests.transcript_builders import attempt, store
+from webapp.demo.services import MINIATURE_RUN
+from webapp.models_registry.house import HOUSE_MODEL_NAME
+from webapp.models_registry.models import ModelSpec
+from webapp.runs.models import Run
 from webapp.views import HOUSE_BUILD_SILENT_SECONDS, house_build_progress_path
 
 pytestmark = pytest.mark.django_db
@@ -100,3 +107,44 @@ def test_no_build_no_card(researcher_client: Any, settings: Any, tmp_path: Path)
     house_build_progress_path().parent.mkdir(parents=True)
     house_build_progress_path().write_text("{not json")
     assert researcher_client.get(reverse("home")).status_code == 200
+
+
+def test_a_built_house_model_shows_what_its_evaluation_scored_and_links_it(
+    researcher_client: Any, progress: BuildProgressFile
+) -> None:
+    """Once built, the house model is no longer hidden (issue 33): the card says what its
+    evaluation run scored, and links the run and the model."""
+    progress.start(total=10)
+    train_to(progress, 10, 10, 0.5)
+    progress.done()
+    assert 'id="house-model"' not in researcher_client.get(reverse("home")).content.decode()
+    house = ModelSpec.objects.create(name=HOUSE_MODEL_NAME, backend="transformers", location="/h")
+    run = frozen_run(name="Demo: house model", student=house, status=Run.Status.SUCCEEDED)
+    task = TaskFactory(task_set=run.task_set)
+    store(run, task.pk, 0, "a_first", [attempt("3", "3", True)])
+    store(run, task.pk, 1, "a_late", [attempt("4", "4", False)])
+    page = researcher_client.get(reverse("home")).content.decode()
+    shown = page[
+        page.index('id="house-model"') : page.index("</section>", page.index('id="house-model"'))
+    ]
+    assert f'href="/runs/{run.pk}/" id="house-run"' in shown
+    assert f"#model-{house.pk}" in shown and "Built in" in shown
+    assert 'solved <strong id="house-final">50.0%</strong>' in shown and "of 2 dialogues" in shown
+    assert 'id="house-build"' not in page
+
+
+def test_the_miniature_card_says_which_evaluations_still_run_after_training(
+    researcher_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A succeeded miniature run whose held-out evaluations are queued is not "Succeeded"."""
+    monkeypatch.setattr("webapp.views.demo_miniature_ready", lambda: True)
+    world = stored_training_run(StoredKind(4, online=True))
+    Run.objects.filter(pk=world.run.pk).update(name=MINIATURE_RUN)
+    Run.objects.filter(pk=world.trained_evaluation.pk).update(status=Run.Status.QUEUED)
+    page = researcher_client.get(reverse("home")).content.decode()
+    assert 'id="miniature-status">Trained · evaluating' in page
+    waiting = world.trained_evaluation.pk
+    assert f'<a href="/runs/{waiting}/">#{waiting}</a> (queued)' in page
+    Run.objects.filter(pk=world.trained_evaluation.pk).update(status=Run.Status.SUCCEEDED)
+    page = researcher_client.get(reverse("home")).content.decode()
+    assert 'id="miniature-status">Succeeded' in page and "miniature-waiting" not in page

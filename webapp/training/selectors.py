@@ -187,3 +187,36 @@ def previewed_template_problem(*, reader: User, base_model: ModelSpec, method: s
         return preview.report.error_for(method)
     about_this_method = preview.training_config.get("method") == method
     return preview.error if about_this_method and preview.error != NOTHING_TO_TRAIN else ""
+
+
+@dataclass(frozen=True)
+class TrainingEvaluations:
+    """A training run's held-out evaluations: the base model's (the first evaluation run with
+    exactly the configuration the run froze) and the trained model's; None where there is none
+    (yet)."""
+
+    base: Run | None
+    trained: Run | None
+
+    @property
+    def runs(self) -> list[Run]:
+        return [run for run in (self.base, self.trained) if run is not None]
+
+    @property
+    def unfinished(self) -> list[Run]:
+        """What a succeeded training run still waits for before its figures are final."""
+        return [run for run in self.runs if not run.is_finished]
+
+
+def training_run_evaluations(*, run: Run, trained_model: ModelSpec | None) -> TrainingEvaluations:
+    config = TrainingRunConfig.from_json(run.config)
+    base = trained = None
+    if config.evaluation is not None:
+        base = (
+            Run.objects.filter(kind=Run.Kind.EVAL, config_hash=config.evaluation.config_hash())
+            .order_by("created_at")
+            .first()
+        )
+    if trained_model is not None:
+        trained = trained_model.student_runs.filter(kind=Run.Kind.EVAL).first()
+    return TrainingEvaluations(base, trained)

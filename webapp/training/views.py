@@ -39,6 +39,7 @@ from webapp.training.heldout import (
     training_run_task_keys,
 )
 from webapp.training.models import TrainingPreview
+from webapp.training.selectors import training_run_evaluations
 
 
 @researcher_required
@@ -198,21 +199,13 @@ class EvaluationTurn:
     gap: Gap
 
 
-def _evaluations(run: Run, config: TrainingRunConfig) -> dict[str, Any]:
+def _evaluations(run: Run) -> dict[str, Any]:
     """The base and trained models' held-out evaluations, their curves overlaid, and the
     difference per turn: paired over their tasks, as every comparison page computes it; and
     their feedback use (the share of later moves consistent with the feedback so far)."""
     trained_model = run.produced_models.first()
-    base_run = trained_run = None
-    if config.evaluation is not None:
-        base_run = (
-            Run.objects.filter(kind=Run.Kind.EVAL, config_hash=config.evaluation.config_hash())
-            .order_by("created_at")
-            .first()
-        )
-    if trained_model is not None:
-        trained_run = trained_model.student_runs.filter(kind=Run.Kind.EVAL).first()
-    shown = [r for r in (base_run, trained_run) if r is not None]
+    evaluations = training_run_evaluations(run=run, trained_model=trained_model)
+    base_run, trained_run, shown = evaluations.base, evaluations.trained, evaluations.runs
     curves = run_selectors.runs_accuracy_by_turn(runs=shown)
     differences = []
     if base_run is not None and trained_run is not None:
@@ -259,7 +252,7 @@ def _live_context(run: Run) -> dict[str, Any]:
         "latest": latest,
         "training_figure": training_curves_figure(points, training_panels(config)),
         "stored_rollouts": run.dialogues.count() if config.is_online else 0,
-        **_evaluations(run, config),
+        **_evaluations(run),
     }
 
 
