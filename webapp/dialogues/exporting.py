@@ -419,7 +419,8 @@ def _label_value_columns(value: Any) -> dict[str, Any]:
     elif isinstance(value, list) and all(isinstance(item, str) for item in value):
         columns["value_list"] = value
     elif value is not None:
-        columns["value_json"] = json.dumps(value, ensure_ascii=False)
+        # Keys sorted: PostgreSQL's jsonb reorders them, and the text must not depend on it.
+        columns["value_json"] = json.dumps(value, ensure_ascii=False, sort_keys=True)
     return columns
 
 

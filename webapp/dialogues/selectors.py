@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Exists, F, JSONField, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce, Left
 
 from webapp.accounts.models import User
 from webapp.annotations.models import Annotation, LabelQuestion, QueueAssignment
 from webapp.annotations.selectors import given_labels
+from webapp.core.compiled_sql import (
+    READER_MARKER,
+    ROW_MARKER,
+    bind,
+    fetch_dicts,
+    json_value,
+    values_sql,
+)
 from webapp.dialogues import search
 from webapp.dialogues.filters import DialogueFilters, IntRange, LabelMatch
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.summary import kinds_mask, masks_with
-from webapp.tasks.models import Task
+from webapp.models_registry.models import ModelSpec
+from webapp.tasks.models import Task, TaskSet
 
 
 def _turns_of_dialogue() -> QuerySet[Turn]:
@@ -227,22 +238,20 @@ def dialogue_neighbours(
     )
 
 
-# A user simulator or a judge, which few runs have, is read on its own when there is one: two more
-# joins here doubled the time PostgreSQL spends planning this query (0.65 to 1.4 ms).
-DIALOGUE_PAGE_RELATIONS = (
-    "task", "task__task_set", "run", "run__protocol", "run__student", "run__teacher",
-)  # fmt: skip
-# What the dialogue page shows of its dialogue and the rows around it (a related row read whole
-# costs time in the ORM and in decoding JSON the page never shows: a run's frozen configuration
-# grows with its task set).
-DIALOGUE_PAGE_FIELDS = (
-    "run_id", "task_id", "sample_index", "seed", "outcome", "first_correct_turn", "num_turns",
-    "end_reason", "ended_by", "end_note", "created_at", "training_step",
+# What the dialogue page shows of its dialogue, its task and its run, as plain values (a related
+# row read whole costs time in the ORM and in decoding JSON the page never shows: a run's frozen
+# configuration grows with its task set). A user simulator's or a judge's name, which few runs
+# have, is read on its own when there is one: two more joins here doubled the time PostgreSQL
+# spends planning this query (0.65 to 1.4 ms).
+DIALOGUE_PAGE_VALUES = (
+    "pk", "run_id", "task_id", "sample_index", "seed", "outcome", "first_correct_turn",
+    "num_turns", "end_reason", "ended_by", "end_note", "training_step",
     "task__external_id", "task__prompt", "task__reference", "task__verifier_kind",
     "task__verifier_config", "task__task_set__name", "task__task_set__version",
     "run__name", "run__protocol__name", "run__student__name", "run__teacher__name",
     "run__user_simulator_id", "run__judge_id",
 )  # fmt: skip
+DIALOGUE_PAGE_JSON = ("task__reference", "task__verifier_config")
 
 
 def _played_protocol(flag: str) -> Coalesce:
@@ -272,21 +281,116 @@ ROLLOUT_ROLES = {
 }
 
 
-def dialogue_with_turns(*, pk: int, reader: User | None = None) -> tuple[Dialogue, list[Turn]]:
-    """One dialogue with what its page shows (``DIALOGUE_PAGE_FIELDS``), its run's frozen
-    protocol flags (``FROZEN_PROTOCOL_FLAGS``) and, for a rollout of online training, the roles
-    it was played with (``ROLLOUT_ROLES``), as attributes; and its turns in order. The turns
-    are a query of their own rather than ``prefetch_related``, whose machinery cost more than
-    the query (1.4 ms of a 13 ms page on benchmarks/transcripts.py)."""
-    dialogue = (
-        visible_to(Dialogue.objects.all(), reader=reader)
-        .select_related(*DIALOGUE_PAGE_RELATIONS)
-        .only(*DIALOGUE_PAGE_FIELDS)
-        .annotate(**FROZEN_PROTOCOL_FLAGS, **ROLLOUT_ROLES)
+_OUTCOMES = dict(Dialogue.Outcome.choices)
+_END_REASONS = dict(Dialogue.EndReason.choices)
+_VERIFIER_KINDS = dict(Task.VerifierKind.choices)
+
+
+@dataclass(frozen=True)
+class DialoguePage:
+    """What the dialogue page shows of one dialogue: ``DIALOGUE_PAGE_VALUES`` (named with
+    ``_`` for ``__``), the run's frozen protocol flags (``FROZEN_PROTOCOL_FLAGS``), the roles
+    an online training run's rollout was played with (``ROLLOUT_ROLES``, ``None`` otherwise),
+    and the names of the run's user simulator and judge ("" when it has none)."""
+
+    pk: int
+    run_id: int
+    task_id: int
+    sample_index: int
+    seed: int
+    outcome: str
+    first_correct_turn: int | None
+    num_turns: int
+    end_reason: str
+    ended_by: str
+    end_note: str
+    training_step: int | None
+    task_external_id: str
+    task_prompt: str
+    task_reference: Any
+    task_verifier_kind: str
+    task_verifier_config: Any
+    task_task_set_name: str
+    task_task_set_version: int
+    run_name: str
+    run_protocol_name: str
+    run_student_name: str
+    run_teacher_name: str | None
+    run_user_simulator_id: int | None
+    run_judge_id: int | None
+    protocol_mode: str | None
+    teacher_sees_reference: bool | None
+    teacher_sees_verifier_details: bool | None
+    rollout_protocol_name: str | None
+    rollout_teacher_name: str | None
+    rollout_user_simulator_name: str | None
+    user_simulator_name: str = ""
+    judge_name: str = ""
+
+    # As the models' get_FOO_display: the choice's label, or the stored value if none.
+    @property
+    def outcome_label(self) -> str:
+        return str(_OUTCOMES.get(self.outcome, self.outcome))
+
+    @property
+    def end_reason_label(self) -> str:
+        return str(_END_REASONS.get(self.end_reason, self.end_reason))
+
+    @property
+    def verifier_kind_label(self) -> str:
+        return str(_VERIFIER_KINDS.get(self.task_verifier_kind, self.task_verifier_kind))
+
+    @property
+    def task_set_label(self) -> str:
+        return str(TaskSet(name=self.task_task_set_name, version=self.task_task_set_version))
+
+
+@functools.cache
+def _dialogue_page_sql(
+    vendor: str, *, for_annotator: bool
+) -> tuple[str, tuple[Any, ...], tuple[str, ...]]:
+    """The dialogue page's query, compiled once per process, kind of database and kind of
+    reader (core.compiled_sql): the ORM took longer to write it (about 2.5 ms) than PostgreSQL
+    to run it."""
+    reader = User(pk=READER_MARKER, role=User.Role.ANNOTATOR) if for_annotator else None
+    values = (
+        visible_to(Dialogue.objects.filter(pk=ROW_MARKER), reader=reader)
         .order_by()  # one row: the default ordering would only cost planning time
-        .get(pk=pk)
+        .values(*DIALOGUE_PAGE_VALUES, **FROZEN_PROTOCOL_FLAGS, **ROLLOUT_ROLES)
     )
-    return dialogue, list(Turn.objects.filter(dialogue_id=dialogue.pk).order_by("index"))
+    return values_sql(values)
+
+
+def dialogue_page(*, pk: int, reader: User | None = None) -> tuple[DialoguePage, list[Turn]]:
+    """The dialogue ``pk`` (if ``reader`` may see it) as its page shows it, and its turns in
+    order; ``Dialogue.DoesNotExist`` otherwise."""
+    for_annotator = reader is not None and not reader.is_researcher
+    sql, params, names = _dialogue_page_sql(connection.vendor, for_annotator=for_annotator)
+    markers = {ROW_MARKER: pk, READER_MARKER: reader.pk if for_annotator else None}
+    rows = fetch_dicts(sql, bind(params, markers), names)
+    if not rows:
+        raise Dialogue.DoesNotExist(f"no dialogue {pk} for this reader")
+    row = rows[0]
+    for name in (*DIALOGUE_PAGE_JSON, *FROZEN_PROTOCOL_FLAGS, *ROLLOUT_ROLES):
+        row[name] = json_value(row[name])
+    extra_roles = [row["run__user_simulator_id"], row["run__judge_id"]]
+    named = (
+        dict(
+            ModelSpec.objects.filter(pk__in=[pk for pk in extra_roles if pk]).values_list(
+                "pk", "name"
+            )
+        )
+        if any(extra_roles)
+        else {}
+    )
+    page = DialoguePage(
+        **{name.replace("__", "_"): value for name, value in row.items()},
+        user_simulator_name=named.get(row["run__user_simulator_id"], ""),
+        judge_name=named.get(row["run__judge_id"], ""),
+    )
+    # The turns are a query of their own rather than ``prefetch_related``, whose machinery cost
+    # more than the query (1.4 ms of a 13 ms page on benchmarks/transcripts.py).
+    return page, list(Turn.objects.filter(dialogue_id=pk).order_by("index"))
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,7 @@ def compare_offers(runs: Sequence[selectors.RunOfTask], sample_index: int) -> li
 
 def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
     try:
-        dialogue, turns = selectors.dialogue_with_turns(pk=pk, reader=_reader(request))
+        dialogue, turns = selectors.dialogue_page(pk=pk, reader=_reader(request))
     except Dialogue.DoesNotExist:
         raise Http404("No such dialogue.") from None
     list_query = _clean_query(request.GET).urlencode()
@@ -179,8 +179,8 @@ def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
     saw = who_saw(
         turns,
-        protocol_mode=dialogue.protocol_mode,  # type: ignore[attr-defined]
-        teacher_sees_reference=dialogue.teacher_sees_reference,  # type: ignore[attr-defined]
+        protocol_mode=dialogue.protocol_mode,
+        teacher_sees_reference=dialogue.teacher_sees_reference,
     )
     context = {
         "dialogue": dialogue,
@@ -191,7 +191,7 @@ def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "conversation_html": render_fragment(
             "dialogues/conversation.html",
             {
-                "task": dialogue.task,
+                "dialogue": dialogue,
                 "turns": turns,
                 "who_saw": saw,
                 "fork_url": (

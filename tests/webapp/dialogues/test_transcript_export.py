@@ -412,7 +412,7 @@ def test_hf_label_values_keep_their_types_as_in_the_jsonl(corpus, tmp_path):
         "leaked": {"value_bool": True},
         "fault": {"value_text": "points at the error"},
         "extras": {"value_list": []},
-        "odd": {"value_json": '{"typed": "elsewhere", "n": 2.5}'},
+        "odd": {"value_json": '{"n": 2.5, "typed": "elsewhere"}'},
     }
     assert [exporting.hf_row_decode(row) for row in loaded] == records()
     jsonl = {label["question"]: label["value"] for label in records()[0]["labels"]}

@@ -448,7 +448,7 @@ def test_dialogue_page_names_every_model_and_reads_no_field_on_its_own(
         return response.content.decode(), len(queries)
 
     # The session (unless Redis holds it), the user, the dialogue, its turns, the other runs:
-    # a field left out of DIALOGUE_PAGE_FIELDS that the page shows would add one.
+    # a field the page shows read on its own would add one.
     fixed = 4 + settings.SESSION_ENGINE.endswith(".db")
     html, queries = page()
     assert queries == fixed
@@ -462,4 +462,4 @@ def test_dialogue_page_names_every_model_and_reads_no_field_on_its_own(
     html, queries = page()
     for name in (run.student.name, "the teacher", "the simulator", "the judge"):
         assert f"<strong>{name}</strong>" in html
-    assert queries == fixed + 2  # the user simulator and the judge, which few runs have
+    assert queries == fixed + 1  # the user simulator's and the judge's names, which few runs have
