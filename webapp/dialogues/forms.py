@@ -17,6 +17,7 @@ from django.forms.models import ModelChoiceIterator
 
 from webapp.accounts.models import User
 from webapp.annotations.models import QueueAssignment
+from webapp.core.compiled_sql import READER_MARKER, bind
 from webapp.dialogues.filters import (
     COMPARISONS,
     DEFAULT_SORT,
@@ -120,11 +121,6 @@ def _numbered(queryset: QuerySet[Any], select: str, text: str, number: Any) -> A
     )
 
 
-# Stands for an annotator's id in the options query compiled once for every annotator (see
-# ``_filter_options_sql``); replaced by the reader's id among the parameters when it runs.
-ANNOTATOR_MARKER = 987654321987654321
-
-
 def _option_querysets(annotator_id: int | None) -> dict[str, QuerySet[Any]]:
     """What each model select offers: everything, or for an annotator (``annotator_id``) only
     the runs, task sets and students of the dialogues in their queues, and themselves."""
@@ -150,7 +146,7 @@ def _filter_options_sql(vendor: str, *, for_annotator: bool) -> tuple[str, tuple
     """The UNION ALL that ``read_filter_options`` runs, compiled once per process (and kind of
     database, and for researchers or any annotator): the ORM took longer to compile it (1.3 ms)
     than the database to run it."""
-    querysets = _option_querysets(ANNOTATOR_MARKER if for_annotator else None)
+    querysets = _option_querysets(READER_MARKER if for_annotator else None)
     union = _numbered(querysets["run"], "run", "name", Value(0)).union(
         _numbered(querysets["task_set"], "task_set", "name", F("version")),
         _numbered(querysets["student"], "student", "name", Value(0)),
@@ -169,8 +165,7 @@ def read_filter_options(*, reader: User | None = None) -> dict[str, list[Any]]:
     selects never name a run, task set or model they may not read."""
     annotator_id = reader.pk if reader is not None and not reader.is_researcher else None
     sql, params = _filter_options_sql(connection.vendor, for_annotator=annotator_id is not None)
-    if annotator_id is not None:
-        params = tuple(annotator_id if param == ANNOTATOR_MARKER else param for param in params)
+    params = bind(params, {READER_MARKER: annotator_id})
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
