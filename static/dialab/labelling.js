@@ -141,10 +141,17 @@
     stops.forEach(function (stop, i) { stop.classList.toggle("current", i === current); });
     const stop = stops[current];
     if (focusFirst) {
-      stop.scrollIntoView({ block: "center" });
+      // A turn taller than most of the window is shown from its top (its questions are
+      // there), below the sticky toolbar; a shorter one in the middle.
+      const tall = stop.getBoundingClientRect().height > 0.6 * window.innerHeight;
+      stop.scrollIntoView({ block: tall ? "start" : "center" });
+      // The stop's first question is chosen with the question itself focused, never its text
+      // box: keys are shortcuts until Tab enters the box.
       const first = stop.querySelector("form.question");
-      if (first) focusQuestion(first, first.dataset.kind !== "free_text" ? true : false);
-      if (first && first.dataset.kind === "free_text") first.focus({ preventScroll: true });
+      if (first) {
+        focusQuestion(first, false);
+        first.focus({ preventScroll: true });
+      }
     }
   }
 
@@ -159,6 +166,13 @@
   }
 
   function moveQuestion(step) {
+    // A free-text question chosen but not entered (on arrival, after j/k or Esc: its box not
+    // focused, so the shortcuts work): Tab enters its box before going on.
+    const text = focused && focused.querySelector("textarea");
+    if (step > 0 && text && document.activeElement !== text) {
+      text.focus({ preventScroll: true });
+      return;
+    }
     const index = focused ? questions.indexOf(focused) : -1;
     const next = questions[Math.max(0, Math.min(index + step, questions.length - 1))];
     if (next) focusQuestion(next, true);

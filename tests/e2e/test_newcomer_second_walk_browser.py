@@ -1,6 +1,7 @@
 """What a newcomer tripped over on the second walk (issue 33), checked in headless Chromium at
 1400 and 1024 px wide: the online training page's charts (rates from 0 to 100%, axes and a note
-in every panel before the first step)."""
+in every panel before the first step); labelling free-text questions by keyboard, with the
+item's toolbar in view."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ import pytest
 from models_gpu.spec.reports import Curve
 from tests.config_builders import StoredKind, stored_training_run
 from tests.e2e.test_newcomer_layout_browser import WIDTHS, at_width, login, shot
-from tests.factories import UserFactory
+from tests.factories import TaskFactory, TaskSetFactory, UserFactory, frozen_run
+from tests.transcript_builders import attempt, feedback, store
+from webapp.annotations import services as annotation_services
+from webapp.annotations.models import Annotation, LabelQuestion, LabelSchema, QueueAssignment
+from webapp.dialogues.models import Dialogue
 from webapp.runs.models import MetricPoint, Run
 from webapp.training.charts import ONLINE_PANELS, SHARES
 
@@ -71,3 +76,75 @@ def test_the_online_training_charts_have_axes_from_the_start_and_rates_in_percen
         assert page.locator("#training-chart g.errorbar path").count(), "the held-out interval"
         assert page.text_content("#latest-solved") == "solved 25%"
         shot(page, f"second-walk-online-steps-{width}")
+
+
+def visible_in_viewport(page, selector: str) -> bool:  # type: ignore[no-untyped-def]
+    box = page.locator(selector).bounding_box()
+    height = page.viewport_size["height"]
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height
+
+
+def test_free_text_labelling_by_keyboard_and_the_toolbar_in_view(page) -> None:  # type: ignore[no-untyped-def]
+    """On arrival the keys are shortcuts (the question is focused, not its box), Tab enters
+    every text box in turn, the first included; the Submit/progress toolbar stays on screen."""
+    researcher, ada = UserFactory(username="grace"), UserFactory(username="ada", role="annotator")
+    schema = LabelSchema.objects.create(name="Notes")
+    for position, (key, kind) in enumerate(
+        [("what_went_wrong", "free_text"), ("note", "free_text"), ("used_feedback", "yes_no")]
+    ):
+        LabelQuestion.objects.create(
+            schema=schema, key=key, text=key.replace("_", " "), kind=kind,
+            target=LabelQuestion.Target.STUDENT_TURN, position=position,
+        )  # fmt: skip
+    task_set = TaskSetFactory()
+    run = frozen_run(task_set=task_set)
+    workings = "\n\n".join(f"Step {n}: carry nothing, keep going." for n in range(1, 40))
+    task = TaskFactory(task_set=task_set, prompt=f"What is 17 + 25?\n\n{workings}")
+    store(run, task.pk, 0, "a_late", [
+        attempt(f"It is 32.\n\n{workings}", "32", False), feedback("Check the carry."),
+        attempt("It is 42.", "42", True),
+    ])  # fmt: skip
+    queue = annotation_services.queue_create(
+        name="Notes", schema=schema, filter_query="",
+        dialogue_ids=list(Dialogue.objects.values_list("pk", flat=True)), annotators=[ada],
+        annotators_per_item=1, created_by=researcher,
+    )  # fmt: skip
+    item = QueueAssignment.objects.get(queue=queue)
+    for width in WIDTHS:
+        at_width(page, width)
+        login(page, ada.username, f"/annotations/items/{item.pk}/")
+        page.wait_for_selector(".question.focused")
+        assert page.evaluate("window.scrollY") > 0, "the page scrolled to the first turn"
+        for toolbar in ("#submit-form button", "#item-progress", "#skip-form button"):
+            assert visible_in_viewport(page, toolbar), f"{toolbar} scrolled off-screen"
+        # The first question is in view below the toolbar, not hidden by it nor above it.
+        head = page.locator(".labelling-head").bounding_box()
+        question = page.locator(".question.focused").bounding_box()
+        assert head and question and question["y"] >= head["y"] + head["height"]
+        assert visible_in_viewport(page, ".question.focused")
+        shot(page, f"second-walk-labelling-arrival-{width}", full_page=False)
+        page.keyboard.press("?")  # a shortcut works on arrival
+        assert page.locator("#help-overlay").is_visible()
+        page.keyboard.press("?")
+        active = "() => document.activeElement.closest('form.question')?.dataset.question"
+        boxes = page.locator("form.question textarea")
+        page.keyboard.press("Tab")  # into the first text box, not past it
+        assert page.evaluate("() => document.activeElement.tagName") == "TEXTAREA"
+        assert page.evaluate(active) == boxes.nth(0).evaluate("e => e.form.dataset.question")
+        page.keyboard.press("Control+A")  # the draft the first width left
+        page.keyboard.type(f"too vague {width}")
+        page.keyboard.press("Tab")  # the second box
+        assert page.evaluate(active) == boxes.nth(1).evaluate("e => e.form.dataset.question")
+        page.keyboard.press("Control+A")
+        page.keyboard.type(f"a note {width}")
+        page.keyboard.press("Tab")  # the yes/no question
+        page.keyboard.press("y")
+        page.wait_for_function(
+            "() => document.getElementById('save-status').dataset.state === 'saved'"
+        )
+        for selector in ("#submit-form button", "#item-progress"):
+            assert visible_in_viewport(page, selector), f"{selector} scrolled off-screen"
+        shot(page, f"second-walk-labelling-typed-{width}", full_page=False)
+        answers = {a.question.key: a.value for a in Annotation.objects.filter(author=ada)}
+        typed = {"what_went_wrong": f"too vague {width}", "note": f"a note {width}"}
+        assert answers == {**typed, "used_feedback": True}, answers
