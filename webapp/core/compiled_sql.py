@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
 from django.db.models import QuerySet
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 # Numbers no row or user has, standing for the values a compiled query takes per request.
 READER_MARKER = 987654321987654321
@@ -56,3 +59,14 @@ def json_value(value: Any) -> Any:
         return json.loads(value)
     except json.JSONDecodeError:
         return value
+
+
+def datetime_value(value: datetime | str | None) -> datetime | None:
+    """A datetime column as a raw cursor returns it, as Django's ``DateTimeField`` gives it:
+    aware. PostgreSQL's driver gives an aware datetime; SQLite gives the UTC time Django
+    stored, as text."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if value is not None and timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return value
