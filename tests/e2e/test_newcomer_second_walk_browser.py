@@ -1,7 +1,7 @@
 """What a newcomer tripped over on the second walk (issue 33), checked in headless Chromium at
 1400 and 1024 px wide: the online training page's charts (rates from 0 to 100%, axes and a note
 in every panel before the first step); labelling free-text questions by keyboard, with the
-item's toolbar in view."""
+item's toolbar in view; the transcript filters as one types, and a queue's filter in words."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import pytest
 
 from models_gpu.spec.reports import Curve
 from tests.config_builders import StoredKind, stored_training_run
-from tests.e2e.test_newcomer_layout_browser import WIDTHS, at_width, login, shot
+from tests.e2e.test_newcomer_layout_browser import WIDTHS, assert_inside, at_width, login, shot
 from tests.factories import TaskFactory, TaskSetFactory, UserFactory, frozen_run
 from tests.transcript_builders import attempt, feedback, store
 from webapp.annotations import services as annotation_services
+from webapp.annotations.defaults import ensure_default_schemas
 from webapp.annotations.models import Annotation, LabelQuestion, LabelSchema, QueueAssignment
 from webapp.dialogues.models import Dialogue
 from webapp.runs.models import MetricPoint, Run
@@ -148,3 +149,51 @@ def test_free_text_labelling_by_keyboard_and_the_toolbar_in_view(page) -> None: 
         answers = {a.question.key: a.value for a in Annotation.objects.filter(author=ada)}
         typed = {"what_went_wrong": f"too vague {width}", "note": f"a note {width}"}
         assert answers == {**typed, "used_feedback": True}, answers
+
+
+def test_the_transcript_filters_update_as_one_types_and_a_queue_shows_its_filter(page) -> None:  # type: ignore[no-untyped-def]
+    """The label, agreement and turns boxes update the list while the cursor is still in them
+    (they waited for the box to be left); an unknown question key gets its note."""
+    ensure_default_schemas(schema_model=LabelSchema, question_model=LabelQuestion)
+    researcher, ada = UserFactory(username="grace"), UserFactory(username="ada", role="annotator")
+    task_set = TaskSetFactory()
+    run = frozen_run(task_set=task_set, name="baseline")
+    task = TaskFactory(task_set=task_set)
+    store(run, task.pk, 0, "a_first", [attempt("It is 3.", "3", True)])
+    store(run, task.pk, 1, "a_late", [
+        attempt("It is 4.", "4", False), feedback("Check the carry."),
+        attempt("It is 3.", "3", True),
+    ])  # fmt: skip
+    login(page, researcher.username, "/dialogues/")
+    count = "#dialogue-rows .result-count"
+    for width in WIDTHS:
+        at_width(page, width)
+        page.goto("/dialogues/")
+        assert page.text_content(count).startswith("2 transcripts")
+        page.click("#id_turns")
+        page.keyboard.type("2")  # the cursor stays in the box
+        page.wait_for_function(
+            f"() => document.querySelector('{count}').textContent.includes('1 transcript matches')"
+        )
+        assert page.evaluate("() => document.activeElement.id") == "id_turns"
+        page.keyboard.press("Backspace")
+        page.click("#id_agree")
+        page.keyboard.type("helpfulnes")
+        page.wait_for_selector("#filter-notes")
+        assert "Ignored agree='helpfulnes'" in page.text_content("#filter-notes")
+        assert page.text_content(count).startswith("2 transcripts")
+        assert page.evaluate("() => document.activeElement.id") == "id_agree"
+        shot(page, f"second-walk-transcript-filters-{width}")
+
+    queue = annotation_services.queue_create(
+        name="Late solves", schema=LabelSchema.objects.get(name="Feedback quality"),
+        filter_query=f"run={run.pk}&turns=2%2B", annotators=[ada], annotators_per_item=1,
+        dialogue_ids=list(Dialogue.objects.values_list("pk", flat=True)), created_by=researcher,
+    )  # fmt: skip
+    page.goto(f"/annotations/queues/{queue.pk}/")
+    chips = page.locator("#queue-filter .chip").all_inner_texts()
+    assert chips == [f"Run: #{run.pk} baseline", "Turns: 2+"]
+    for width in WIDTHS:
+        at_width(page, width)
+        assert_inside(page, "#queue-filter .chip", "main")
+        shot(page, f"second-walk-queue-filter-{width}")

@@ -165,6 +165,7 @@ def queue_create(request: HttpRequest) -> HttpResponse:
         "form": form,
         "filter_query": filter_query,
         "filter_notes": filter_form.notes,
+        "filter_chips": filter_form.chips,
         "dialogue_count": len(dialogue_ids),
     }
     return render(request, "annotations/queue_form.html", context)
@@ -186,6 +187,8 @@ def queue_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "my_page": Paginator(mine, ITEMS_PER_PAGE).get_page(request.GET.get("mine")),
     }
     if user.is_researcher:
+        filter_form = DialogueFilterForm.from_query(QueryDict(queue.filter_query), reader=user)
+        context["filter_chips"] = filter_form.chips
         context["progress"] = selectors.queue_progress(queue=queue)
         context["page"] = Paginator(
             selectors.queue_dialogues(queue=queue), ITEMS_PER_PAGE

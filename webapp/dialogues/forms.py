@@ -16,7 +16,7 @@ from django.db.models.functions import RowNumber
 from django.forms.models import ModelChoiceIterator
 
 from webapp.accounts.models import User
-from webapp.annotations.models import QueueAssignment
+from webapp.annotations.models import LabelQuestion, QueueAssignment
 from webapp.core.compiled_sql import READER_MARKER, bind
 from webapp.dialogues.filters import (
     COMPARISONS,
@@ -238,12 +238,29 @@ class AgreementField(forms.CharField):
         return key, not text.startswith("!")
 
 
+# The transcript list's typed filters update the list as one types (dialogue_list.html's
+# hx-trigger listens to this class), not only on leaving the box.
+AS_YOU_TYPE = {"class": "as-you-type"}
+
+
+def _known_question_key(key: str) -> None:
+    """A key no label question has matches nothing: say so, as for any other bad value, rather
+    than list no transcript (a typo, ``helpfulnes``, looked like a filter that matched none)."""
+    if LabelQuestion.objects.filter(key=key).exists():
+        return
+    keys = sorted(set(LabelQuestion.objects.values_list("key", flat=True)))
+    known = f"the keys are {', '.join(keys)}" if keys else "there are no label questions yet"
+    raise forms.ValidationError(f"no label question has the key {key!r} ({known}).")
+
+
 class DialogueFilterForm(forms.Form):
     q = forms.CharField(
         required=False,
         max_length=200,
         label="Search turns",
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "words in any turn"}),
+        widget=forms.TextInput(
+            attrs={**AS_YOU_TYPE, "type": "search", "placeholder": "words in any turn"}
+        ),
     )
     run = RunChoiceField(queryset=Run.objects.only("pk", "name"), required=False, label="Run")
     task_set = ListedModelChoiceField(
@@ -252,7 +269,10 @@ class DialogueFilterForm(forms.Form):
         label="Task set",
     )
     task = forms.IntegerField(
-        required=False, min_value=1, label="Task id", widget=forms.NumberInput(attrs={"size": 6})
+        required=False,
+        min_value=1,
+        label="Task id",
+        widget=forms.NumberInput(attrs={**AS_YOU_TYPE, "size": 6}),
     )
     student = ListedModelChoiceField(
         queryset=ModelSpec.objects.filter(Exists(Run.objects.filter(student=OuterRef("pk"))))
@@ -274,18 +294,18 @@ class DialogueFilterForm(forms.Form):
     first_correct = IntRangeField(
         required=False,
         label="First correct turn",
-        widget=forms.TextInput(attrs={"placeholder": "2, 2-4, 3+", "size": 6}),
+        widget=forms.TextInput(attrs={**AS_YOU_TYPE, "placeholder": "2, 2-4, 3+", "size": 6}),
     )
     turns = IntRangeField(
         required=False,
         label="Turns",
-        widget=forms.TextInput(attrs={"placeholder": "5, 1-3", "size": 6}),
+        widget=forms.TextInput(attrs={**AS_YOU_TYPE, "placeholder": "5, 1-3", "size": 6}),
     )
     step = IntRangeField(
         required=False,
         label="Training step",
         help_text="Online training's stored rollouts: the optimizer step they were played at.",
-        widget=forms.TextInput(attrs={"placeholder": "200, 1-50", "size": 6}),
+        widget=forms.TextInput(attrs={**AS_YOU_TYPE, "placeholder": "200, 1-50", "size": 6}),
     )
     leak = forms.ChoiceField(choices=YES_NO_ANY, required=False, label="Teacher leak flagged")
     teacher = forms.ChoiceField(
@@ -309,12 +329,16 @@ class DialogueFilterForm(forms.Form):
     label = LabelMatchField(
         required=False,
         label="Label",
-        widget=forms.TextInput(attrs={"placeholder": "helpfulness>=4, reveals_answer!=yes"}),
+        widget=forms.TextInput(
+            attrs={**AS_YOU_TYPE, "placeholder": "helpfulness>=4, reveals_answer!=yes"}
+        ),
     )
     agree = AgreementField(
         required=False,
         label="Annotators agree on",
-        widget=forms.TextInput(attrs={"placeholder": "reveals_answer, or !key: they disagree"}),
+        widget=forms.TextInput(
+            attrs={**AS_YOU_TYPE, "placeholder": "reveals_answer, or !key: they disagree"}
+        ),
     )
     annotator = ListedModelChoiceField(
         queryset=User.objects.filter(
@@ -371,6 +395,39 @@ class DialogueFilterForm(forms.Form):
             f"Ignored {name}={self.data.get(name, '')!r}: {' '.join(errors)}"
             for name, errors in self.errors.items()
         ]
+
+    @property
+    def chips(self) -> list[tuple[str, str]]:
+        """The filter in words, one (label, value) per field it sets (``Run``: ``#2 baseline``,
+        ``Turns``: ``4+``), for pages that show a stored filter rather than its query string."""
+        shown: list[tuple[str, str]] = []
+        for name, field in self.fields.items():
+            value = self.cleaned_data.get(name)
+            if name == "sort" or value in (None, "", [], ()):
+                continue
+            if isinstance(field, forms.ModelChoiceField):
+                text = field.label_from_instance(value)
+            elif isinstance(field, forms.MultipleChoiceField):
+                choices = dict(field.choices)
+                text = ", ".join(str(choices.get(item, item)).lower() for item in value)
+            elif isinstance(field, forms.ChoiceField):
+                text = str(dict(field.choices).get(value, value))
+            else:  # as typed: "4+", "helpfulness>=4", "!correct", the search's words
+                text = str(self.data.get(name, value)).strip()
+            shown.append((str(field.label), text))
+        return shown
+
+    def clean_label(self) -> LabelMatch | None:
+        match: LabelMatch | None = self.cleaned_data.get("label")
+        if match is not None:
+            _known_question_key(match.key)
+        return match
+
+    def clean_agree(self) -> tuple[str, bool] | None:
+        agreement: tuple[str, bool] | None = self.cleaned_data.get("agree")
+        if agreement is not None:
+            _known_question_key(agreement[0])
+        return agreement
 
     def filters(self) -> DialogueFilters:
         data = self.cleaned_data

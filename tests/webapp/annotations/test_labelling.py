@@ -475,3 +475,30 @@ def test_stops_follow_roles(labelled) -> None:  # type: ignore[no-untyped-def]
     # Dialogue 0's feedback was leak-flagged: "yes" is suggested, not the annotator's answer.
     assert reveals.prefilled and reveals.suggestion is True
     assert reveals.value is None and not reveals.answered
+
+
+def test_a_queue_shows_its_filter_in_words(researcher_client, researcher, dialogues) -> None:  # type: ignore[no-untyped-def]
+    """The queue page showed its raw filter (``run=2&turns=4%2B``): now as chips (issue 33)."""
+    run = dialogues[0].run
+    query = f"run={run.pk}&turns=4%2B&outcome=unsolved&has=question&label=helpfulness%3E%3D4"
+    page = researcher_client.get(reverse("queue_create") + "?" + query).content.decode()
+    source = page[page.index('id="queue-source"') :]
+    assert f'<span class="chip">Run: #{run.pk} {run.name}</span>' in source
+    assert '<span class="chip">Turns: 4+</span>' in source and "<code>run=" not in source
+    queue = services.queue_create(
+        name="q", schema=feedback_schema(), filter_query=query,
+        dialogue_ids=[d.pk for d in dialogues], annotators=[UserFactory(role="annotator")],
+        annotators_per_item=1, created_by=researcher,
+    )  # fmt: skip
+    page = researcher_client.get(reverse("queue_detail", args=[queue.pk])).content.decode()
+    shown = page[
+        page.index('id="queue-filter"') : page.index("</dd>", page.index('id="queue-filter"'))
+    ]
+    chips = [
+        f"Run: #{run.pk} {run.name}", "Outcome: Unsolved", "Turns: 4+",
+        "Has a turn of kind: question", "Label: helpfulness&gt;=4",
+    ]  # fmt: skip
+    for chip in chips:
+        assert f'<span class="chip">{chip}</span>' in shown, (chip, shown)
+    assert f'href="/dialogues/?{query.replace("&", "&amp;")}"' in shown, "the list it selects"
+    assert ">run=" not in shown

@@ -103,3 +103,26 @@ def test_a_malformed_label_filter_is_ignored_with_a_note(researcher_client: Any)
     response = researcher_client.get(reverse("dialogue_list"), {"label": "helpfulness"})
     assert "Write a label as question=value" in response.content.decode()
     assert len(response.context["page"]) == Dialogue.objects.count()
+
+
+@pytest.mark.usefixtures("corpus")
+def test_an_unknown_question_key_is_ignored_with_a_note(researcher_client: Any) -> None:
+    """``agree=helpfulnes`` (a typo) listed no transcript and said nothing (issue 33)."""
+    every = Dialogue.objects.count()
+    for params, name in (({"agree": "helpfulnes"}, "agree"), ({"label": "helpfulnes>=4"}, "label")):
+        response = researcher_client.get(reverse("dialogue_list"), params)
+        page = response.content.decode()
+        assert f"Ignored {name}=" in page and "no label question has the key" in page
+        assert "helpfulness" in page.split("no label question has the key")[1], "the keys known"
+        assert len(response.context["page"]) == every
+    # A known key still filters (none of the corpus is labelled: nothing agrees).
+    assert listed(researcher_client, agree="helpfulness") == set()
+
+
+def test_one_transcript_matches(researcher_client: Any, corpus: Any) -> None:
+    one = researcher_client.get(
+        reverse("dialogue_list"), {"run": corpus["run_b"].pk, "outcome": "solved"}
+    )
+    assert "1 transcript matches these filters." in one.content.decode()
+    two = researcher_client.get(reverse("dialogue_list"), {"run": corpus["run_b"].pk})
+    assert "2 transcripts match these filters." in two.content.decode()
