@@ -6,13 +6,29 @@ item's toolbar in view; the transcript filters as one types, and a queue's filte
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
+from models_gpu.generators.registry import generate
 from models_gpu.spec.reports import Curve
 from tests.config_builders import StoredKind, stored_training_run
-from tests.e2e.test_newcomer_layout_browser import WIDTHS, assert_inside, at_width, login, shot
-from tests.factories import TaskFactory, TaskSetFactory, UserFactory, frozen_run
+from tests.e2e.test_newcomer_layout_browser import (
+    WIDTHS,
+    assert_inside,
+    assert_no_horizontal_scroll,
+    at_width,
+    login,
+    shot,
+)
+from tests.factories import (
+    ProtocolFactory,
+    StudentFactory,
+    TaskFactory,
+    TaskSetFactory,
+    UserFactory,
+    frozen_run,
+)
 from tests.transcript_builders import attempt, feedback, store
 from webapp.annotations import services as annotation_services
 from webapp.annotations.defaults import ensure_default_schemas
@@ -197,3 +213,66 @@ def test_the_transcript_filters_update_as_one_types_and_a_queue_shows_its_filter
         at_width(page, width)
         assert_inside(page, "#queue-filter .chip", "main")
         shot(page, f"second-walk-queue-filter-{width}")
+
+
+def layout_world() -> dict[str, Any]:
+    """What the walk had: a generated maze set of 20 tasks, a scripted student with a long
+    name, and finished runs with figures."""
+    student = StudentFactory(name="scripted arithmetic student")
+    mazes = TaskSetFactory(name="Mazes 6x6")
+    for index, generated in enumerate(generate("maze", 20, seed=0)):
+        TaskFactory(
+            task_set=mazes, position=index, prompt=generated["prompt"],
+            reference=generated["reference"], verifier_kind=generated["verifier_kind"],
+            domain=generated["domain"], external_id=f"maze-seed0-{index:04d}",
+        )  # fmt: skip
+    arithmetic = TaskSetFactory(name="Arithmetic, two digits")
+    tasks = [TaskFactory(task_set=arithmetic) for _ in range(3)]
+    protocol = ProtocolFactory(name="Didactic, 5 turns", max_turns=5)
+    runs = []
+    for seed in range(3):
+        run = frozen_run(
+            name=f"Demo: feedback vs one turn, didactic seed {seed}", task_set=arithmetic,
+            student=student, protocol=protocol, seed=seed, status=Run.Status.SUCCEEDED,
+            progress_done=3, progress_total=3,
+        )  # fmt: skip
+        for task in tasks:
+            store(run, task.pk, 0, "a_late", [
+                attempt("It is 4.", "4", False), feedback("Check the carry."),
+                attempt("It is 3.", "3", True),
+            ])  # fmt: skip
+        runs.append(run)
+    return {"student": student, "mazes": mazes, "runs": runs}
+
+
+def bounding_box(locator) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    box = locator.bounding_box()
+    assert box is not None, f"{locator} is not displayed"
+    return box  # type: ignore[no-any-return]
+
+
+def assert_one_line(page, selector: str) -> None:  # type: ignore[no-untyped-def]
+    """Every element ``selector`` matches sits on one line (a wrapped inline element has a
+    box per line)."""
+    elements = page.locator(selector)
+    assert elements.count(), f"nothing matches {selector}"
+    for index in range(elements.count()):
+        lines = elements.nth(index).evaluate("e => e.getClientRects().length")
+        text = elements.nth(index).inner_text()
+        assert lines == 1, f"{selector} #{index} ({text!r}) wraps onto {lines} lines"
+
+
+def test_the_home_page_and_the_navigation_fit_at_both_widths(page) -> None:  # type: ignore[no-untyped-def]
+    researcher = UserFactory(username="grace")
+    layout_world()
+    login(page, researcher.username, "/")
+    for width in WIDTHS:
+        at_width(page, width)
+        assert_one_line(page, ".topbar nav a")
+        assert_one_line(page, ".whoami > span, .whoami button")
+        tops = {round(box["y"]) for box in map(bounding_box, page.locator(".topbar nav a").all())}
+        assert len(tops) == 1, f"the navigation wraps onto {len(tops)} rows"
+        recent = "section.card:has(h2:text('Recent runs'))"
+        assert_inside(page, f"{recent} th, {recent} td", recent)
+        assert_no_horizontal_scroll(page, recent)
+        shot(page, f"second-walk-home-{width}")
