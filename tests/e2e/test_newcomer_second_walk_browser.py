@@ -276,3 +276,24 @@ def test_the_home_page_and_the_navigation_fit_at_both_widths(page) -> None:  # t
         assert_inside(page, f"{recent} th, {recent} td", recent)
         assert_no_horizontal_scroll(page, recent)
         shot(page, f"second-walk-home-{width}")
+
+
+def test_the_task_set_page_and_the_runs_table_fit_at_both_widths(page) -> None:  # type: ignore[no-untyped-def]
+    researcher = UserFactory(username="grace")
+    world = layout_world()
+    login(page, researcher.username, f"/task-sets/{world['mazes'].pk}/")
+    for width in WIDTHS:
+        at_width(page, width)
+        card = "section.card:has(#task-table)"
+        assert_inside(page, "#task-table th, #task-table td", card)
+        assert_no_horizontal_scroll(page, card)
+        prompt = bounding_box(page.locator("#task-table tbody tr td:nth-child(2)").first)
+        assert prompt["width"] >= 250, f"the prompt column is {prompt['width']:.0f} px wide"
+        assert page.locator("#task-table").bounding_box()["height"] < 20 * 200  # type: ignore[index]
+        shot(page, f"second-walk-task-set-{width}")
+    page.goto("/runs/")
+    for width in WIDTHS:
+        at_width(page, width)
+        shot(page, f"second-walk-runs-{width}")
+        assert_inside(page, "#run-table th, #run-table td", "main")
+        assert_no_horizontal_scroll(page, ".wide-table")
