@@ -297,3 +297,25 @@ def test_the_task_set_page_and_the_runs_table_fit_at_both_widths(page) -> None: 
         shot(page, f"second-walk-runs-{width}")
         assert_inside(page, "#run-table th, #run-table td", "main")
         assert_no_horizontal_scroll(page, ".wide-table")
+
+
+def test_the_run_page_opens_on_its_status_progress_and_cancel(page) -> None:  # type: ignore[no-untyped-def]
+    researcher = UserFactory(username="grace")
+    run = layout_world()["runs"][0]
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING, progress_done=1)
+    login(page, researcher.username, f"/runs/{run.pk}/")
+    for width in WIDTHS:
+        at_width(page, width)
+        page.evaluate("window.scrollTo(0, 0)")
+        for selector in ("#run-status", "#run-status-bar progress", "#cancel-run"):
+            assert visible_in_viewport(page, selector), f"{selector} is not on the first screen"
+            assert bounding_box(page.locator(selector))["y"] < 300
+        chart = bounding_box(page.locator("#accuracy-chart"))
+        assert bounding_box(page.locator("#cancel-run"))["y"] < chart["y"]
+        shot(page, f"second-walk-run-{width}")
+    # Each poll updates the bar at the top (out of band).
+    Run.objects.filter(pk=run.pk).update(progress_done=2)
+    page.wait_for_selector("#run-progress:has-text('2 / 3')")
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED, progress_done=3)
+    page.wait_for_selector("#run-status:has-text('Succeeded')")
+    assert page.locator("#cancel-run").count() == 0

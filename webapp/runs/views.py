@@ -211,7 +211,8 @@ def run_live(request: HttpRequest, pk: int) -> HttpResponse:
     A training run has its own page and fragment (``training_run_live``).
     """
     run = get_object_or_404(selectors.run_list().filter(kind=Run.Kind.EVAL), pk=pk)
-    response = render(request, "runs/run_detail.html#live", _live_context(request, run))
+    context = {**_live_context(request, run), "status_out_of_band": True}
+    response = render(request, "runs/run_detail.html#live", context)
     if run.is_finished:
         response.status_code = HttpResponseStopPolling.status_code
     return response

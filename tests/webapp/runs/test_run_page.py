@@ -189,3 +189,22 @@ def test_run_page_names_every_role_and_the_batching(researcher_client) -> None: 
     assert "<h3>Protocol</h3>" in html and "<th>Max turns</th><td>" in html
     assert "Template <code>student_system</code>" in html
     assert "<h3>User simulator</h3>" in html and "the simulator" in html
+
+
+def test_the_status_bar_comes_first_and_each_poll_brings_it_out_of_band(
+    researcher_client, corpus
+) -> None:  # type: ignore[no-untyped-def]
+    """Status, progress and Cancel sat ~1,350 px down, under the charts (issue 33): they come
+    before the settings and the charts, and the polled fragment updates them out of band."""
+    run = corpus["run_a"]
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    html = page(researcher_client, Run.objects.get(pk=run.pk)).content.decode()
+    assert html.count('id="run-status-bar"') == 1 and "hx-swap-oob" not in html
+    bar = html.index('id="run-status-bar"')
+    assert bar < html.index('id="run-config"') < html.index('id="accuracy-chart"')
+    assert bar < html.index('id="cancel-run"') < html.index('id="run-config"')
+    live = researcher_client.get(reverse("run_live", args=[run.pk])).content.decode()
+    assert 'id="run-status-bar" hx-swap-oob="true"' in live and 'id="cancel-run"' in live
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED)
+    finished = researcher_client.get(reverse("run_live", args=[run.pk])).content.decode()
+    assert 'id="run-status">Succeeded' in finished and 'id="cancel-run"' not in finished
