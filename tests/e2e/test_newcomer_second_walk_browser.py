@@ -34,6 +34,7 @@ from webapp.annotations import services as annotation_services
 from webapp.annotations.defaults import ensure_default_schemas
 from webapp.annotations.models import Annotation, LabelQuestion, LabelSchema, QueueAssignment
 from webapp.dialogues.models import Dialogue
+from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import MetricPoint, Run
 from webapp.training.charts import ONLINE_PANELS, SHARES
 
@@ -319,3 +320,41 @@ def test_the_run_page_opens_on_its_status_progress_and_cancel(page) -> None:  # 
     Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED, progress_done=3)
     page.wait_for_selector("#run-status:has-text('Succeeded')")
     assert page.locator("#cancel-run").count() == 0
+
+
+def test_a_refused_model_opens_at_its_errors_and_parameters_wrap_between_words(page) -> None:  # type: ignore[no-untyped-def]
+    researcher = UserFactory(username="grace")
+    layout_world()
+    for index in range(8):  # a long registry above the form, as the walk's
+        ModelSpec.objects.create(
+            name=f"house-base-{index} · offline SML", backend="transformers",
+            location=f"/mnt/checkpoints/house/sml-{index}/checkpoint-1200",
+            generation_params={"max_new_tokens": 256, "temperature": 0.7, "top_p": 0.95,
+                               "repetition_penalty": 1.05, "device": "cuda:0",
+                               "dtype": "bfloat16"},
+            description="The house model, trained on solved arithmetic dialogues by offline SML.",
+        )  # fmt: skip
+    login(page, researcher.username, "/models/")
+    for width in WIDTHS:
+        at_width(page, width)
+        page.goto("/models/")
+        assert_one_line(page, "#model-table .param code")
+        words = page.locator("#model-table .param").all()
+        for param in words:  # "max_new_tokens 256" wraps, if at all, at its space
+            lines = param.evaluate(
+                "e => { const r = document.createRange(); r.selectNodeContents(e);"
+                " return new Set(Array.from(r.getClientRects()).map(b => Math.round(b.top))).size }"
+            )
+            assert lines <= 2, param.inner_text()
+        shot(page, f"second-walk-models-{width}")
+        page.fill("#id_name", f"no such policy {width}")
+        page.select_option("#id_backend", "scripted")
+        page.fill("#id_location", "no-such-policy")
+        page.click("#model-form button[type=submit]")
+        page.wait_for_selector("#add-model-refused")
+        assert page.url.endswith("/models/#add-model")
+        errors = page.locator("#model-form .errorlist").first
+        assert visible_in_viewport(page, "#model-form .errorlist"), "the error is off-screen"
+        assert "no-such-policy" in errors.inner_text() or errors.inner_text()
+        shot(page, f"second-walk-models-refused-{width}", full_page=False)
+    assert not ModelSpec.objects.filter(name__startswith="no such policy").exists()
