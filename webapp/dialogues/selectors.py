@@ -378,6 +378,13 @@ def _dialogue_page_sql(
     return values_sql(values)
 
 
+def _model_names(model_ids: list[int]) -> dict[int, str]:
+    """The registry names of these models, in one query (none for no models)."""
+    if not model_ids:
+        return {}
+    return dict(ModelSpec.objects.filter(pk__in=model_ids).values_list("pk", "name"))
+
+
 def dialogue_page(*, pk: int, reader: User | None = None) -> tuple[DialoguePage, list[Turn]]:
     """The dialogue ``pk`` (if ``reader`` may see it) as its page shows it, and its turns in
     order; ``Dialogue.DoesNotExist`` otherwise."""
@@ -390,20 +397,12 @@ def dialogue_page(*, pk: int, reader: User | None = None) -> tuple[DialoguePage,
     row = rows[0]
     for name in (*DIALOGUE_PAGE_JSON, *FROZEN_PROTOCOL_FLAGS, *ROLLOUT_ROLES):
         row[name] = json_value(row[name])
-    extra_roles = [row["run__user_simulator_id"], row["run__judge_id"]]
-    named = (
-        dict(
-            ModelSpec.objects.filter(pk__in=[pk for pk in extra_roles if pk]).values_list(
-                "pk", "name"
-            )
-        )
-        if any(extra_roles)
-        else {}
-    )
+    simulator_id, judge_id = row["run__user_simulator_id"], row["run__judge_id"]
+    names_of = _model_names([model_id for model_id in (simulator_id, judge_id) if model_id])
     page = DialoguePage(
         **{name.replace("__", "_"): value for name, value in row.items()},
-        user_simulator_name=named.get(row["run__user_simulator_id"], ""),
-        judge_name=named.get(row["run__judge_id"], ""),
+        user_simulator_name=names_of.get(simulator_id, ""),
+        judge_name=names_of.get(judge_id, ""),
     )
     # The turns are a query of their own rather than ``prefetch_related``, whose machinery cost
     # more than the query (1.4 ms of a 13 ms page on benchmarks/transcripts.py).
