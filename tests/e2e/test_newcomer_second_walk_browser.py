@@ -358,3 +358,32 @@ def test_a_refused_model_opens_at_its_errors_and_parameters_wrap_between_words(p
         assert "no-such-policy" in errors.inner_text() or errors.inner_text()
         shot(page, f"second-walk-models-refused-{width}", full_page=False)
     assert not ModelSpec.objects.filter(name__startswith="no such policy").exists()
+
+
+TEXT_WIDTH = """e => {
+  const context = document.createElement("canvas").getContext("2d");
+  context.font = getComputedStyle(e).font;
+  return context.measureText(e.options[e.selectedIndex].text).width;
+}"""
+
+
+def test_the_comparison_names_its_baseline_in_full(page) -> None:  # type: ignore[no-untyped-def]
+    researcher = UserFactory(username="grace")
+    runs = layout_world()["runs"]
+    baseline = frozen_run(
+        name="Demo: single turn", task_set=runs[0].task_set, student=runs[0].student,
+        protocol=ProtocolFactory(name="Single turn", mode="single_turn", max_turns=1),
+        status=Run.Status.SUCCEEDED,
+    )  # fmt: skip
+    query = "&".join(f"runs={run.pk}" for run in [*runs, baseline])
+    login(page, researcher.username, f"/experiments/compare/?{query}&seeds=1")
+    options = page.locator("#baseline option").all_inner_texts()
+    assert "scripted arithmetic student · Didactic, 5 turns (3 seeds)" in options
+    page.select_option("#baseline", label=options[0])
+    for width in WIDTHS:
+        at_width(page, width)
+        select = page.locator("#baseline")
+        text = select.evaluate(TEXT_WIDTH)
+        assert bounding_box(select)["width"] >= text + 20, "the chosen line's name is cut"
+        assert_inside(page, "#baseline", "#compare-controls")
+        shot(page, f"second-walk-compare-{width}")
