@@ -1,7 +1,10 @@
 """What a newcomer tripped over on the second walk (issue 33), checked in headless Chromium at
 1400 and 1024 px wide: the online training page's charts (rates from 0 to 100%, axes and a note
 in every panel before the first step); labelling free-text questions by keyboard, with the
-item's toolbar in view; the transcript filters as one types, and a queue's filter in words."""
+item's toolbar in view; the transcript filters as one types, and a queue's filter in words; the
+navigation on one row and the home page's runs inside their card; a task set's tasks table and
+the runs table at full width; the run page opening on its status; a refused model opening at
+its errors; the comparison's baseline named in full."""
 
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from webapp.annotations import services as annotation_services
 from webapp.annotations.defaults import ensure_default_schemas
 from webapp.annotations.models import Annotation, LabelQuestion, LabelSchema, QueueAssignment
 from webapp.dialogues.models import Dialogue
+from webapp.models_registry.house import HOUSE_MODEL_NAME
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import MetricPoint, Run
 from webapp.training.charts import ONLINE_PANELS, SHARES
@@ -265,8 +269,16 @@ def assert_one_line(page, selector: str) -> None:  # type: ignore[no-untyped-def
 
 def test_the_home_page_and_the_navigation_fit_at_both_widths(page) -> None:  # type: ignore[no-untyped-def]
     researcher = UserFactory(username="grace")
-    layout_world()
+    world = layout_world()
+    house = ModelSpec.objects.create(name=HOUSE_MODEL_NAME, backend="transformers", location="/h")
+    evaluation = frozen_run(
+        name="Demo: house model, didactic 5 turns", student=house, status=Run.Status.SUCCEEDED,
+        task_set=world["runs"][0].task_set,
+    )  # fmt: skip
+    for index, task in enumerate(world["runs"][0].task_set.tasks.all()):
+        store(evaluation, task.pk, 0, "a_first", [attempt("3", "3", index == 0)])
     login(page, researcher.username, "/")
+    assert "solved" in page.text_content("#house-model")
     for width in WIDTHS:
         at_width(page, width)
         assert_one_line(page, ".topbar nav a")
@@ -276,6 +288,7 @@ def test_the_home_page_and_the_navigation_fit_at_both_widths(page) -> None:  # t
         recent = "section.card:has(h2:text('Recent runs'))"
         assert_inside(page, f"{recent} th, {recent} td", recent)
         assert_no_horizontal_scroll(page, recent)
+        assert_inside(page, "#house-model p", "#house-model")
         shot(page, f"second-walk-home-{width}")
 
 
