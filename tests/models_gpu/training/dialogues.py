@@ -3,10 +3,11 @@ side streams them)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from models_gpu.spec.results import TurnRow
-from models_gpu.spec.training import TrainingDialogue
+from models_gpu.spec.training import TrainingConfig, TrainingDialogue
 from models_gpu.spec.turns import CRITIQUE_INSTRUCTION_KEY
 
 SYSTEM = "Solve it."
@@ -96,3 +97,25 @@ def sums(count: int, *, start: int = 0) -> list[TrainingDialogue]:
             )
         )
     return rows
+
+
+def trained_token_loss(model_dir: Path | str, tokenizer: Any, config: TrainingConfig) -> float:
+    """Mean cross-entropy of the trained tokens of ``sums(16)`` under the model in ``model_dir``,
+    on CPU in float32 (whichever device trained it)."""
+    import torch
+    import transformers
+
+    from models_gpu.training.encode import encode_for_config
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    total = count = 0.0
+    with torch.no_grad():
+        for dialogue in sums(16):
+            example = encode_for_config(tokenizer, dialogue, config)
+            loss = model(
+                input_ids=torch.tensor([example.input_ids]),
+                labels=torch.tensor([example.labels]),
+            ).loss
+            total += float(loss) * example.trained_tokens
+            count += example.trained_tokens
+    return total / count

@@ -32,31 +32,13 @@ from models_gpu.spec.reports import Report, StepReport  # noqa: E402
 from models_gpu.spec.run import RoleSpec  # noqa: E402
 from models_gpu.spec.training import TrainingConfig  # noqa: E402
 from tests.models_gpu.engine_doubles import arithmetic_job  # noqa: E402
-from tests.models_gpu.training.dialogues import sums  # noqa: E402
+from tests.models_gpu.training.dialogues import sums, trained_token_loss  # noqa: E402
 
 DIDACTIC = ProtocolSpec(mode="didactic", max_turns=3)
 ON_CUDA = TrainingConfig(
     learning_rate=1e-3, max_steps=20, batch_size=4, lr_scheduler="constant",
     device="cuda", precision="auto", logging_steps=1, save_steps=1000,
 )  # fmt: skip
-
-
-def _token_loss(model_dir: Path | str, tokenizer: Any, config: TrainingConfig) -> float:
-    """Mean cross-entropy of the trained tokens of ``sums(16)``, on CPU in float32."""
-    from models_gpu.training.encode import encode_for_config
-
-    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    total = count = 0.0
-    with torch.no_grad():
-        for dialogue in sums(16):
-            example = encode_for_config(tokenizer, dialogue, config)
-            loss = model(
-                input_ids=torch.tensor([example.input_ids]),
-                labels=torch.tensor([example.labels]),
-            ).loss
-            total += float(loss) * example.trained_tokens
-            count += example.trained_tokens
-    return total / count
 
 
 @pytest.mark.parametrize("finetuning", ["full", "lora"])
@@ -76,8 +58,8 @@ def test_fine_tuning_on_cuda_learns_and_saves_a_checkpoint_that_loads_on_cpu(
     assert result.final_dir is not None and result.global_step == 20
     losses = [entry.loss for entry in logs if isinstance(entry, StepReport)]
     assert losses and all(loss is not None and loss == loss for loss in losses)  # no NaN
-    before = _token_loss(tiny_model_dir, tiny_tokenizer, config)
-    after = _token_loss(result.final_dir, tiny_tokenizer, config)
+    before = trained_token_loss(tiny_model_dir, tiny_tokenizer, config)
+    after = trained_token_loss(result.final_dir, tiny_tokenizer, config)
     assert after < 0.8 * before, (before, after)
 
 

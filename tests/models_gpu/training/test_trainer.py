@@ -33,7 +33,7 @@ from models_gpu.training.trainer import (  # noqa: E402
     load_encoded_dataset,
     train,
 )
-from tests.models_gpu.training.dialogues import sums  # noqa: E402
+from tests.models_gpu.training.dialogues import sums, trained_token_loss  # noqa: E402
 
 # CPU, float32, no gradient checkpointing: deterministic and quick.
 QUICK = TrainingConfig(
@@ -47,22 +47,6 @@ QUICK = TrainingConfig(
     logging_steps=1,
     save_steps=1000,
 )
-
-
-def trained_token_loss(model_dir: Path | str, tokenizer: Any, config: TrainingConfig) -> float:
-    """Mean cross-entropy of the trained tokens of ``sums(16)`` under the model in ``model_dir``."""
-    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
-    total = count = 0.0
-    with torch.no_grad():
-        for dialogue in sums(16):
-            example = encode_for_config(tokenizer, dialogue, config)
-            loss = model(
-                input_ids=torch.tensor([example.input_ids]),
-                labels=torch.tensor([example.labels]),
-            ).loss
-            total += float(loss) * example.trained_tokens
-            count += example.trained_tokens
-    return total / count
 
 
 def weights(model_dir: Path | str) -> dict[str, Any]:
