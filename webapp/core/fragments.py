@@ -1,9 +1,10 @@
 """Page fragments rendered by the Jinja2 template engine (``settings.TEMPLATES``, "jinja2").
 
-Most pages use Django's template language. The transcript list's rows and filter controls are
-written with Jinja2 instead: Django's engine took longer to render them than everything else the
-page does (measured with ``benchmarks/transcripts.py``: 8 ms for 50 rows, against 0.8 ms in
-Jinja2; the filter form through Django's widget templates about 8 ms, against under 1 ms).
+Most pages use Django's template language. The transcript list's results (rows, count,
+pagination) and filter controls are written with Jinja2 instead: Django's engine took longer to
+render them than everything else the page does (measured with ``benchmarks/transcripts.py``: 8 ms
+for 50 rows, against 0.8 ms in Jinja2; the filter form through Django's widget templates about
+8 ms, against under 1 ms).
 The dialogue page's conversation and its other runs are Jinja2 too (the page's template work
 went from about 12 ms to 3 ms on the same benchmark). Jinja2 escapes every value as Django does
 (``autoescape`` is on in Django's Jinja2 backend), so its output is marked safe for the Django

@@ -1,17 +1,18 @@
-"""The transcript list's rows and column heads, ready to print.
+"""The transcript list's results, ready to print: rows, column heads, the count, the links.
 
 A page shows 50 rows of ten cells. Each cell's text is worked out here (truncating, formatting
-the date, the run's link); ``templates/jinja2/dialogues/transcript_rows.html`` writes them.
+the date, the run's link); ``templates/jinja2/dialogues/transcript_results.html`` writes them.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.http import QueryDict
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 from django.utils import timezone
 from django.utils.text import Truncator
 
@@ -46,8 +47,10 @@ class ListRow:
 
 def list_rows(rows: Sequence[Mapping[str, Any]], *, link_runs: bool) -> list[ListRow]:
     """``rows`` as ``selectors.dialogue_rows`` reads them. A page's rows come from a few runs:
-    each run's link is reversed once (``reverse`` costs some 45 microseconds)."""
+    each run's link is reversed once (``reverse`` costs some 45 microseconds). The time zone is
+    looked up once too (``timezone.localtime`` does it for each date, 7 microseconds a time)."""
     run_urls: dict[int, str] = {}
+    zone = timezone.get_current_timezone()
 
     def run_url(run_id: int) -> str:
         if run_id not in run_urls:
@@ -70,7 +73,7 @@ def list_rows(rows: Sequence[Mapping[str, Any]], *, link_runs: bool) -> list[Lis
             first_correct=str(row["first_correct_turn"] or "—"),
             turns=row["num_turns"],
             leaked=row["leaked"],
-            created=timezone.localtime(row["created_at"]).strftime("%Y-%m-%d %H:%M"),
+            created=row["created_at"].astimezone(zone).strftime("%Y-%m-%d %H:%M"),
         )
         for row in rows
     ]
@@ -99,15 +102,46 @@ COLUMNS = [
 
 def column_heads(query: QueryDict, current: str) -> list[ColumnHead]:
     key_now, descending = current.removeprefix("-"), current.startswith("-")
+    kept = query.copy()
+    for name in ("page", "sort"):
+        kept.pop(name, None)
+    before_sort = f"{kept.urlencode()}&" if kept else ""  # encoded once, not once per column
     heads = []
     for key, label in COLUMNS:
         if not key:
             heads.append(ColumnHead(label))
             continue
-        params = query.copy()
-        params.pop("page", None)
-        params["sort"] = f"-{key}" if current == key else key
+        sort = f"-{key}" if current == key else key  # a sort key is plain text: no encoding
         heads.append(
-            ColumnHead(label, params.urlencode(), sorted=key == key_now, descending=descending)
+            ColumnHead(
+                label, f"{before_sort}sort={sort}", sorted=key == key_now, descending=descending
+            )
         )
     return heads
+
+
+def count_line(count: int, count_text: str, *, filtered: bool) -> str:
+    """ "12 transcripts match these filters.", "More than 10,000 transcripts." (``count_text``:
+    the paginator's, exact or bounded)."""
+    one = count == 1
+    line = f"{count_text} transcript{'' if one else 's'}"
+    if filtered:
+        line += f" match{'es' if one else ''} these filters"
+    return f"{line[:1].upper()}{line[1:]}."
+
+
+@functools.cache
+def _action_links(script_prefix: str) -> dict[str, str]:
+    return {
+        "label": reverse("queue_create"),
+        "train": reverse("training_create"),
+        "prime": reverse("training_online_create"),
+        "replay": reverse("fork_counterfactual_create"),
+        "compare": reverse("dialogue_compare"),
+    }
+
+
+def action_links() -> dict[str, str]:
+    """Where the list's buttons lead (labelling, training, replay, compare): reversed once per
+    process and URL prefix, as they never change while it runs."""
+    return _action_links(get_script_prefix())

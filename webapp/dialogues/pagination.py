@@ -10,7 +10,8 @@ Two differences from Django's paginator, both for lists of 100,000 dialogues and
   page query reads one row more, and that is the count (no count query of its own).
 - **Ids first.** A page reads the ids of its rows in the list's order (a narrow query that the
   sort's index answers, with the filters alone deciding the plan), then those rows with what
-  they show (``load``), by primary key.
+  they show (``load``), by primary key. It reads one id past its end, so that a page that is
+  not full knows it is the last and counts without a query of its own.
 """
 
 from __future__ import annotations
@@ -65,14 +66,15 @@ class BoundedPaginator(Paginator):
 
     def get_page(self, number: Any) -> Page:
         """The page asked for in the constructor (``number`` is the same, unparsed); a page past
-        the end gives the last page, as Django's does."""
-        if self.counts_to_page_end:
-            bottom = (self.requested - 1) * self.per_page
-            ids = list(self.object_list[bottom : bottom + self.per_page + 1])
-            if ids or self.requested == 1:  # else past the end: count, and show the last page
-                self.__dict__["count"] = bottom + len(ids)  # the cached_property's value
-                return self._get_page(self.load(ids[: self.per_page]), self.requested, self)
-        return super().get_page(number)
+        the end gives the last page, as Django's does. The page's ids come first, one row past
+        its end: a page that is not full is the last, and then its count needs no query."""
+        bottom = (self.requested - 1) * self.per_page
+        ids = list(self.object_list[bottom : bottom + self.per_page + 1])
+        if not ids and self.requested > 1:  # past the end: count, and show the last page
+            return super().get_page(number)
+        if self.counts_to_page_end or len(ids) <= self.per_page:
+            self.__dict__["count"] = bottom + len(ids)  # the cached_property's value
+        return self._get_page(self.load(ids[: self.per_page]), self.requested, self)
 
     def page(self, number: Any) -> Page:
         number = self.validate_number(number)

@@ -6,6 +6,6 @@ urlpatterns = [
     path("", views.dialogue_list, name="dialogue_list"),
     path("compare/", views.dialogue_compare, name="dialogue_compare"),
     # Nested under the list: the list's rows link to "<pk>/" relatively (reverse costs 45 us a
-    # link; templates/jinja2/dialogues/transcript_rows.html).
+    # link; templates/jinja2/dialogues/transcript_results.html).
     path("<int:pk>/", views.dialogue_detail, name="dialogue_detail"),
 ]

@@ -19,9 +19,8 @@ from django_htmx.http import push_url
 from webapp.accounts.models import User
 from webapp.core.fragments import render_fragment
 from webapp.dialogues import search, selectors
-from webapp.dialogues.filters import DEFAULT_SORT
 from webapp.dialogues.forms import CompareForm, DialogueFilterForm
-from webapp.dialogues.listing import column_heads, list_rows
+from webapp.dialogues.listing import action_links, column_heads, count_line, list_rows
 from webapp.dialogues.models import Dialogue
 from webapp.dialogues.pagination import COUNT_LIMIT, BoundedPaginator, requested_page
 from webapp.dialogues.reading import who_saw
@@ -31,10 +30,10 @@ from webapp.tasks.models import Task
 DIALOGUES_PER_PAGE = 50
 ROWS_TARGET = "dialogue-rows"
 # A word search is counted by reading every matching dialogue's row (its GIN index cannot
-# count alone): on the benchmark's data, 10,000 matches took about 10 ms of database time on
-# each page and 1,000 under 2 ms. A search that looks into each turn counts only to the end of
-# its page (pagination.py).
-SEARCH_COUNT_LIMIT = 1_000
+# count alone): on the benchmark's data a common word ("parity", in one dialogue of ten) took
+# 10 ms of database time to count to 10,000, 3.5 ms to 1,000 and 1.4 ms to 500, on every page.
+# A search that looks into each turn counts only to the end of its page (pagination.py).
+SEARCH_COUNT_LIMIT = 500
 
 
 def _count_limit(search_text: str, searches_turns: bool) -> int:
@@ -56,6 +55,12 @@ def _clean_query(query: QueryDict) -> QueryDict:
         if kept:
             clean.setlist(name, kept)
     return clean
+
+
+def _without_page(query: QueryDict) -> str:
+    params = query.copy()
+    params.pop("page", None)
+    return params.urlencode()
 
 
 def _compare_list_query(query: QueryDict, *, ignored: Iterable[str]) -> str:
@@ -84,43 +89,55 @@ def _filter_controls(form: DialogueFilterForm, *, reader: User) -> SafeString:
 
 
 def dialogue_list(request: HttpRequest) -> HttpResponse:
-    form = DialogueFilterForm.from_query(request.GET, reader=_reader(request))
+    reader = _reader(request)
+    form = DialogueFilterForm.from_query(request.GET, reader=reader)
     filters = form.filters()
     searches_turns = search.searches_turns(filters.search)
-    ids = selectors.dialogue_list(
-        filters=filters, reader=_reader(request), searches_turns=searches_turns
-    )
-    link_runs = _reader(request).is_researcher
+    ids = selectors.dialogue_list(filters=filters, reader=reader, searches_turns=searches_turns)
     page = BoundedPaginator(
         ids.values_list("pk", flat=True),
         DIALOGUES_PER_PAGE,
-        load=lambda pks: list_rows(selectors.dialogue_rows(pks), link_runs=link_runs),
+        load=lambda pks: list_rows(selectors.dialogue_rows(pks), link_runs=reader.is_researcher),
         page=requested_page(request.GET.get("page")),
         count_limit=_count_limit(filters.search, searches_turns),
     ).get_page(request.GET.get("page"))
     query = _clean_query(request.GET)
     row_query = query.copy()
     row_query["page"] = str(page.number)
+    run = form.cleaned_data.get("run")
+    filtered = any(value for name, value in form.cleaned_data.items() if name != "sort")
+    results = render_fragment(
+        "dialogues/transcript_results.html",
+        {
+            "notes": form.notes,
+            "count_line": count_line(
+                page.paginator.count, page.paginator.count_text, filtered=filtered
+            ),
+            "researcher": reader.is_researcher,
+            "links": action_links(),
+            "page": page,
+            "column_heads": column_heads(query, filters.sort),
+            "row_query": row_query.urlencode(),
+            "page_query": _without_page(query),
+            "compare_query": _compare_list_query(query, ignored=form.errors.keys()),
+            "filtered": filtered,
+            "run": run,
+        },
+    )
+    if request.htmx and request.htmx.target == ROWS_TARGET:
+        # The address bar shows the short, shareable form of the filters.
+        return push_url(
+            HttpResponse(results), f"{request.path}?{query.urlencode()}" if query else request.path
+        )
     context = {
         "form": form,
-        "filters": filters,
         "page": page,
-        "run": form.cleaned_data.get("run"),
-        "filtered": any(value for name, value in form.cleaned_data.items() if name != "sort"),
-        "column_heads": column_heads(query, filters.sort),
-        "rows_html": render_fragment(
-            "dialogues/transcript_rows.html",
-            {"rows": page.object_list, "query": row_query.urlencode()},
-        ),
+        "run": run,
+        "filtered": filtered,
         "row_query": row_query.urlencode(),
-        "compare_query": _compare_list_query(query, ignored=form.errors.keys()),
-        "default_sort": DEFAULT_SORT,
+        "filter_controls": _filter_controls(form, reader=reader),
+        "results": results,
     }
-    if request.htmx and request.htmx.target == ROWS_TARGET:
-        response = render(request, "dialogues/dialogue_list.html#rows", context)
-        # The address bar shows the short, shareable form of the filters.
-        return push_url(response, f"{request.path}?{query.urlencode()}" if query else request.path)
-    context["filter_controls"] = _filter_controls(form, reader=_reader(request))
     return render(request, "dialogues/dialogue_list.html", context)
 
 

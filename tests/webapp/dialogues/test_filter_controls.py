@@ -107,3 +107,20 @@ def test_model_selects_read_their_options_in_one_query() -> None:
     assert labels("annotator") == ["al", "bo"]
     assert f'<option value="{first.pk}" selected>' in html
     assert f'<option value="{newer_set.pk}" selected>' in html
+
+
+def test_a_forms_copy_of_a_field_leaves_the_class_field_as_it_was() -> None:
+    """The filter forms' fields share their choices between copies (forms.SharesItsChoices): a
+    form that narrows a copy's queryset (an annotator's compare form) narrows only its own."""
+    from tests.factories import UserFactory
+    from webapp.dialogues.forms import CompareForm
+
+    annotator = UserFactory(role="annotator")
+    base_runs = CompareForm.base_fields["left_run"].queryset  # type: ignore[attr-defined]
+    narrowed = CompareForm({}, reader=annotator)
+    assert narrowed.fields["left_run"].queryset is not base_runs  # type: ignore[attr-defined]
+    assert CompareForm.base_fields["left_run"].queryset is base_runs  # type: ignore[attr-defined]
+    assert CompareForm({}).fields["left_run"].queryset.query.where == base_runs.query.where  # type: ignore[attr-defined]
+    assert DialogueFilterForm().fields["outcome"].choices == (
+        DialogueFilterForm.base_fields["outcome"].choices  # type: ignore[attr-defined]
+    )

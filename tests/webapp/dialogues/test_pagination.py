@@ -38,6 +38,11 @@ def test_count_is_exact_up_to_its_limit(five: list[int]) -> None:
     assert paginate(2, count_limit=3) == (five[2:4], "more than 4", 1)
 
 
+def test_a_page_that_is_not_full_is_the_last_and_counts_without_a_query(five: list[int]) -> None:
+    assert paginate(3, count_limit=10) == (five[4:], "5", 1)
+    assert paginate(1, count_limit=10)[2] == 2  # a full page: there may be more
+
+
 def test_page_end_count_reads_one_row_more_and_no_count(five: list[int]) -> None:
     assert paginate(1, count_limit=0) == (five[:2], "more than 2", 1)
     assert paginate(2, count_limit=0) == (five[2:4], "more than 4", 1)
