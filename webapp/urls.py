@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from webapp import views
+from webapp.api.api import api
 from webapp.core import docs
 
 urlpatterns = [
@@ -28,4 +29,6 @@ urlpatterns = [
     path("playground/", include("webapp.people.playground_urls")),
     path("people/", include("webapp.accounts.urls")),
     path("people/", include("webapp.people.urls")),
+    path("api/v1/", api.urls),
+    path("account/tokens/", include("webapp.api.urls")),
 ]

@@ -20,6 +20,7 @@ NAV_LINKS = {
     "people": "people",
     "inbox": "people_inbox",
     "docs": "docs",
+    "tokens": "api_tokens",
     "logout": "logout",
 }
 

@@ -22,24 +22,13 @@ from webapp.dialogues import search, selectors
 from webapp.dialogues.forms import CompareForm, DialogueFilterForm
 from webapp.dialogues.listing import action_links, column_heads, count_line, list_rows
 from webapp.dialogues.models import Dialogue
-from webapp.dialogues.pagination import COUNT_LIMIT, BoundedPaginator, requested_page
+from webapp.dialogues.pagination import BoundedPaginator, count_limit, requested_page
 from webapp.dialogues.reading import who_saw
 from webapp.runs.models import Run
 from webapp.tasks.models import Task
 
 DIALOGUES_PER_PAGE = 50
 ROWS_TARGET = "dialogue-rows"
-# A word search is counted by reading every matching dialogue's row (its GIN index cannot
-# count alone): on the benchmark's data a common word ("parity", in one dialogue of ten) took
-# 10 ms of database time to count to 10,000, 3.5 ms to 1,000 and 1.4 ms to 500, on every page.
-# A search that looks into each turn counts only to the end of its page (pagination.py).
-SEARCH_COUNT_LIMIT = 500
-
-
-def _count_limit(search_text: str, searches_turns: bool) -> int:
-    if searches_turns:
-        return 0
-    return SEARCH_COUNT_LIMIT if search_text else COUNT_LIMIT
 
 
 def _reader(request: HttpRequest) -> User:
@@ -99,7 +88,7 @@ def dialogue_list(request: HttpRequest) -> HttpResponse:
         DIALOGUES_PER_PAGE,
         load=lambda pks: list_rows(selectors.dialogue_rows(pks), link_runs=reader.is_researcher),
         page=requested_page(request.GET.get("page")),
-        count_limit=_count_limit(filters.search, searches_turns),
+        count_limit=count_limit(filters.search, searches_turns=searches_turns),
     ).get_page(request.GET.get("page"))
     query = _clean_query(request.GET)
     row_query = query.copy()

@@ -64,3 +64,23 @@ def test_login_page_and_plotly_are_served(client) -> None:  # type: ignore[no-un
     response = client.get(plotly_js_url())
     assert response.status_code == 200
     assert b"plotly" in b"".join(response.streaming_content)[:2000].lower()
+
+
+def test_only_the_known_public_views_skip_the_login_redirect() -> None:
+    """The API checks its own credentials, so its views skip the site's login redirect
+    (webapp/api/api.py); nothing else may, beyond these."""
+    from django.urls import URLResolver, get_resolver
+
+    def walk(patterns, prefix=""):  # type: ignore[no-untyped-def]
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            else:
+                yield prefix + str(pattern.pattern), pattern.callback
+
+    public = {
+        path
+        for path, view in walk(get_resolver().url_patterns)
+        if getattr(view, "login_required", True) is False and not path.startswith("api/v1/")
+    }
+    assert public == {"healthz", "favicon.ico", "docs/", "docs/<path:path>", "login/"}

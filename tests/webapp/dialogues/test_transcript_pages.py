@@ -398,15 +398,15 @@ def test_selector_takes_a_filters_value(corpus: Any) -> None:
 
 def test_counts_stop_at_their_limit(researcher_client: Any, monkeypatch: Any) -> None:
     """Past its limit a count says "more than N"; a word search has a lower limit than the
-    filters (see views.SEARCH_COUNT_LIMIT)."""
-    from webapp.dialogues import search, views
+    filters (see pagination.SEARCH_COUNT_LIMIT)."""
+    from webapp.dialogues import pagination, search, views
 
     run = make_run("counted", TaskSetFactory())
     for task in TaskFactory.create_batch(5, task_set=run.task_set):
         store(run, task.pk, 0, "a_first", [attempt("The answer is 3.", "3", True)])
     monkeypatch.setattr(views, "DIALOGUES_PER_PAGE", 1)  # a count reaches at least its page
-    monkeypatch.setattr(views, "COUNT_LIMIT", 4)
-    monkeypatch.setattr(views, "SEARCH_COUNT_LIMIT", 2)
+    monkeypatch.setattr(pagination, "COUNT_LIMIT", 4)
+    monkeypatch.setattr(pagination, "SEARCH_COUNT_LIMIT", 2)
 
     def count_line(params: dict[str, Any]) -> str:
         html = researcher_client.get(reverse("dialogue_list"), params).content.decode()
@@ -416,7 +416,7 @@ def test_counts_stop_at_their_limit(researcher_client: Any, monkeypatch: Any) ->
     # SQLite looks into each turn for a word, and so counts only to the end of the page.
     search_limit = 1 if search.searches_turns("answer") else 2
     assert count_line({"run": run.pk, "q": "answer"}).startswith(f"More than {search_limit} ")
-    monkeypatch.setattr(views, "COUNT_LIMIT", 10)
+    monkeypatch.setattr(pagination, "COUNT_LIMIT", 10)
     assert count_line({"run": run.pk}).startswith("5 transcripts")
 
 

@@ -1,0 +1,24 @@
+"""A Python client for Dialab's HTTP API.
+
+from dialab_client import Dialab
+
+lab = Dialab("http://127.0.0.1:8000", token="dialab_...")  # or DIALAB_URL, DIALAB_TOKEN
+runs = lab.runs.wait([12, 13], progress=True)
+table = lab.runs.figures([12, 13]).to_pandas()
+"""
+
+from dialab_client.client import Dialab, DialabError
+from dialab_client.models import (
+    Dialogue,
+    DialogueRow,
+    FigureRow,
+    Figures,
+    Me,
+    Run,
+    Turn,
+)
+
+__all__ = [
+    "Dialab", "DialabError", "Dialogue", "DialogueRow", "FigureRow", "Figures", "Me", "Run",
+    "Turn",
+]  # fmt: skip

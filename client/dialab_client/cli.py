@@ -1,0 +1,99 @@
+"""``dialab``: the client's everyday commands for shell scripts and CI.
+
+    export DIALAB_URL=http://127.0.0.1:8000 DIALAB_TOKEN=dialab_...
+    dialab runs list --status running
+    dialab runs wait 12 13 && dialab runs figures 12 13 --csv > figures.csv
+    dialab dialogues list "run=12&outcome=unsolved"
+
+Exit status: 0 when done, 1 when the server refused (its reason on stderr), 2 when a waited-for
+run failed or was cancelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from dialab_client.client import Dialab, DialabError
+from dialab_client.models import FigureRow, Run
+
+FIGURE_COLUMNS = [name for name in FigureRow.__dataclass_fields__]
+
+
+def _print_runs(runs: Sequence[Run]) -> None:
+    for run in runs:
+        print(f"{run.id}\t{run.kind}\t{run.status}\t{run.progress_done}/{run.progress_total}"
+              f"\t{run.name}")  # fmt: skip
+
+
+def _runs(lab: Dialab, args: argparse.Namespace) -> int:
+    if args.action == "list":
+        _print_runs(lab.runs.list(kind=args.kind, status=args.status))
+    elif args.action == "wait":
+        runs = lab.runs.wait(args.ids, progress=not args.quiet, timeout=args.timeout)
+        _print_runs(runs)
+        return 0 if all(run.status == "succeeded" for run in runs) else 2
+    elif args.action == "figures":
+        rows = lab.runs.figures(args.ids).rows
+        if args.csv:
+            writer = csv.DictWriter(sys.stdout, FIGURE_COLUMNS)
+            writer.writeheader()
+            writer.writerows(asdict(row) for row in rows)
+        else:
+            print(json.dumps([asdict(row) for row in rows], indent=2))
+    return 0
+
+
+def _dialogues(lab: Dialab, args: argparse.Namespace) -> int:
+    for row in lab.dialogues.iter(args.filter):
+        print(json.dumps(asdict(row)))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="dialab", description=__doc__.splitlines()[0])
+    top.add_argument("--url", help="The server (default: $DIALAB_URL).")
+    top.add_argument("--token", help="A personal API token (default: $DIALAB_TOKEN).")
+    kinds = top.add_subparsers(dest="command", required=True)
+
+    runs = kinds.add_parser("runs", help="List runs, wait for them, read their figures.")
+    actions = runs.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="Runs, newest first, one a line.")
+    listing.add_argument("--kind", choices=["eval", "sft", "online"])
+    listing.add_argument("--status")
+    wait = actions.add_parser("wait", help="Wait until the runs finish.")
+    wait.add_argument("ids", type=int, nargs="+")
+    wait.add_argument("--timeout", type=float, help="Give up after this many seconds.")
+    wait.add_argument("--quiet", action="store_true", help="No progress bar.")
+    figures = actions.add_parser("figures", help="The runs' figures (as their metrics CSVs).")
+    figures.add_argument("ids", type=int, nargs="+")
+    figures.add_argument("--csv", action="store_true", help="CSV instead of JSON.")
+
+    dialogues = kinds.add_parser("dialogues", help="Transcripts, one JSON line each.")
+    dialogue_actions = dialogues.add_subparsers(dest="action", required=True)
+    dialogue_list = dialogue_actions.add_parser("list", help="Transcripts matching a filter.")
+    dialogue_list.add_argument(
+        "filter", nargs="?", default="", help='As on the transcript page: "run=12&outcome=solved".'
+    )
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    commands: dict[str, Any] = {"runs": _runs, "dialogues": _dialogues}
+    try:
+        with Dialab(args.url, args.token) as lab:
+            status: int = commands[args.command](lab, args)
+    except (DialabError, ValueError) as error:
+        print(f"dialab: {error}", file=sys.stderr)
+        return 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""``Dialab``: one HTTP session to a Dialab server, acting as the token's owner."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+from urllib.parse import parse_qsl
+
+import httpx
+
+from dialab_client.models import (
+    Dialogue,
+    DialogueRow,
+    Figures,
+    Me,
+    Run,
+    parse_figures,
+    parse_me,
+    parse_row,
+)
+
+PAGE = 100  # runs per request when listing
+
+
+class DialabError(RuntimeError):
+    """The server refused a request: ``status`` is its HTTP status, ``detail`` its reason."""
+
+    def __init__(self, status: int, detail: Any) -> None:
+        super().__init__(f"{status}: {detail}")
+        self.status = status
+        self.detail = detail
+
+
+class Dialab:
+    def __init__(
+        self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0
+    ) -> None:
+        """``url``: the server (default ``$DIALAB_URL``); ``token``: a personal API token made
+        on the server's "API tokens" page (default ``$DIALAB_TOKEN``)."""
+        url = url or os.environ.get("DIALAB_URL", "")
+        token = token or os.environ.get("DIALAB_TOKEN", "")
+        if not url or not token:
+            raise ValueError(
+                "Give the server's URL and an API token (or set DIALAB_URL and DIALAB_TOKEN); "
+                "make a token on the server's API tokens page."
+            )
+        self.http = httpx.Client(
+            base_url=f"{url.rstrip('/')}/api/v1",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=timeout,
+        )
+        self.runs = Runs(self)
+        self.dialogues = Dialogues(self)
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self.http.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("detail", response.text)
+            except ValueError:
+                detail = response.text
+            raise DialabError(response.status_code, detail)
+        return response.json()
+
+    def me(self) -> Me:
+        return parse_me(self.request("GET", "/me"))
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Dialab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Runs:
+    def __init__(self, lab: Dialab) -> None:
+        self.lab = lab
+
+    def list(self, *, kind: str | None = None, status: str | None = None) -> builtins.list[Run]:
+        """Every run (newest first), of one ``kind`` (eval, sft, online) or ``status``."""
+        params = {name: value for name, value in (("kind", kind), ("status", status)) if value}
+        runs: builtins.list[Run] = []
+        while True:
+            page = self.lab.request(
+                "GET", "/runs", params={**params, "offset": len(runs), "limit": PAGE}
+            )
+            runs += [Run.parse(run) for run in page]
+            if len(page) < PAGE:
+                return runs
+
+    def get(self, run_id: int) -> Run:
+        return Run.parse(self.lab.request("GET", f"/runs/{run_id}"))
+
+    def cancel(self, run_id: int) -> Run:
+        return Run.parse(self.lab.request("POST", f"/runs/{run_id}/cancel"))
+
+    def figures(self, run_ids: int | Iterable[int]) -> Figures:
+        """The runs' figures, as their pages and metrics CSVs give them."""
+        ids = [run_ids] if isinstance(run_ids, int) else list(run_ids)
+        rows = []
+        for run_id in ids:
+            body = self.lab.request("GET", f"/runs/{run_id}/figures")
+            rows += parse_figures(run_id, body["rows"])
+        return Figures(rows)
+
+    def wait(
+        self,
+        run_ids: int | Iterable[int],
+        *,
+        progress: bool = False,
+        poll_seconds: float = 2.0,
+        timeout: float | None = None,
+    ) -> builtins.list[Run]:
+        """Wait until every run has finished (succeeded, failed or been cancelled); with
+        ``progress``, a bar of the dialogues played over all of them (tqdm where installed)."""
+        ids = [run_ids] if isinstance(run_ids, int) else list(run_ids)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        bar = _ProgressBar(len(ids)) if progress else None
+        try:
+            while True:
+                runs = [self.get(run_id) for run_id in ids]
+                if bar is not None:
+                    bar.show(runs)
+                if all(run.is_finished for run in runs):
+                    return runs
+                if deadline is not None and time.monotonic() > deadline:
+                    unfinished = [run.id for run in runs if not run.is_finished]
+                    raise TimeoutError(f"runs still playing after {timeout} s: {unfinished}")
+                time.sleep(poll_seconds)
+        finally:
+            if bar is not None:
+                bar.close()
+
+
+class Dialogues:
+    def __init__(self, lab: Dialab) -> None:
+        self.lab = lab
+
+    def iter(
+        self, query: str | Mapping[str, Any] = "", *, per_page: int = 500
+    ) -> Iterator[DialogueRow]:
+        """Every transcript matching ``query``, the transcript list's filter as on its page
+        (``"run=12&outcome=solved"``, or a dict), page by page. A filter the list would ignore
+        (a typo, an unknown run) raises ``DialabError`` rather than list everything."""
+        params: list[tuple[str, Any]] = (
+            parse_qsl(query.lstrip("?")) if isinstance(query, str) else list(query.items())
+        )
+        params = [(name, value) for name, value in params if name not in ("page", "per_page")]
+        page = 1
+        while True:
+            body = self.lab.request(
+                "GET", "/dialogues", params=[*params, ("page", page), ("per_page", per_page)]
+            )
+            if body["ignored"] and page == 1:
+                raise DialabError(400, "; ".join(body["ignored"]))
+            yield from (parse_row(item) for item in body["items"])
+            if not body["has_next"]:
+                return
+            page += 1
+
+    def get(self, dialogue_id: int) -> Dialogue:
+        return Dialogue.parse(self.lab.request("GET", f"/dialogues/{dialogue_id}"))
+
+
+class _ProgressBar:
+    """Dialogues played over all the runs waited for."""
+
+    def __init__(self, runs: int) -> None:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            self.bar = None
+        else:
+            self.bar = tqdm(total=0, unit="dialogue", desc=f"{runs} run(s)")
+
+    def show(self, runs: Sequence[Run]) -> None:
+        done = sum(run.progress_done for run in runs)
+        total = sum(run.progress_total for run in runs)
+        finished = sum(run.is_finished for run in runs)
+        if self.bar is None:
+            print(f"{done}/{total} dialogues, {finished}/{len(runs)} runs finished", flush=True)
+            return
+        self.bar.total = total
+        self.bar.n = done
+        self.bar.set_postfix(finished=f"{finished}/{len(runs)}")
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

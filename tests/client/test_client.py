@@ -1,0 +1,113 @@
+"""The Python client and its CLI against a live Dialab server (real HTTP, pytest-django's
+live_server): the same figures as the run's metrics CSV, the transcript filter, the scope of an
+annotator's token, and the refusals a script sees."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from dialab_client import Dialab, DialabError
+from dialab_client.cli import main as cli
+from django.db import connection
+
+from tests.api_world import build_world
+from webapp.runs.models import Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def world(live_server: Any) -> Iterator[dict[str, Any]]:
+    """The API's test world, and ``lab(world, who)``: a client with that person's token. The
+    clients are closed at the end: the live server's threads hold a database connection for as
+    long as a client keeps its HTTP connection open."""
+    clients: list[Dialab] = []
+    yield {**build_world(), "url": live_server.url, "clients": clients}
+    for client in clients:
+        client.close()
+
+
+def lab(world: dict[str, Any], who: str = "researcher") -> Dialab:
+    client = Dialab(world["url"], world[who])
+    world["clients"].append(client)
+    return client
+
+
+def test_figures_come_as_the_run_page_computes_them(world: dict[str, Any]) -> None:
+    first, second = world["first"].pk, world["second"].pk
+    figures = lab(world).runs.figures([first, second])
+    assert figures.accuracy_after_turn(first)[1] == 1.0
+    assert figures.accuracy_after_turn(second)[1] == 0.0
+    assert figures.accuracy_after_turn(second)[2] == 1.0
+    table = figures.to_pandas()
+    assert set(table["run"]) == {first, second}
+    after = table[(table.metric == "accuracy_after_turn") & (table.run == second)]
+    assert list(after["successes"])[:2] == [0, 3] and set(after["n"]) == {3}
+    assert (after["low"] <= after["value"]).all() and (after["value"] <= after["high"]).all()
+
+
+def test_dialogues_iterate_over_pages_with_the_list_filter(world: dict[str, Any]) -> None:
+    client = lab(world)
+    rows = list(client.dialogues.iter(f"run={world['second'].pk}&outcome=solved", per_page=2))
+    assert len(rows) == 3 and {row.run_id for row in rows} == {world["second"].pk}
+    dialogue = client.dialogues.get(rows[0].id)
+    assert [turn.role for turn in dialogue.turns] == ["student", "teacher", "student"]
+    with pytest.raises(DialabError, match="Ignored turns="):
+        list(client.dialogues.iter({"turns": "many"}))
+
+
+def test_an_annotators_token_reads_only_her_queue(world: dict[str, Any]) -> None:
+    client = lab(world, "annotator")
+    assert client.me().role == "annotator"
+    assert [row.id for row in client.dialogues.iter()] == [world["queued"].pk]
+    with pytest.raises(DialabError) as refused:
+        client.runs.list()
+    assert refused.value.status == 403
+    with pytest.raises(DialabError) as hidden:
+        client.dialogues.get(world["hidden"].pk)
+    assert hidden.value.status == 404
+
+
+def test_a_revoked_token_is_refused(world: dict[str, Any]) -> None:
+    with pytest.raises(DialabError) as refused:
+        lab(world, "revoked").me()
+    assert refused.value.status == 401
+
+
+def test_wait_returns_when_every_run_has_finished(world: dict[str, Any]) -> None:
+    first = world["first"]
+    Run.objects.filter(pk=first.pk).update(status=Run.Status.RUNNING)
+
+    def finish_soon() -> None:
+        time.sleep(1.0)
+        Run.objects.filter(pk=first.pk).update(status=Run.Status.SUCCEEDED)
+        connection.close()  # this thread's own connection: the test database is dropped after
+
+    threading.Thread(target=finish_soon).start()
+    runs = lab(world).runs.wait([first.pk, world["second"].pk], poll_seconds=0.2, timeout=30)
+    assert [run.status for run in runs] == ["succeeded", "succeeded"]
+    Run.objects.filter(pk=first.pk).update(status=Run.Status.RUNNING)
+    with pytest.raises(TimeoutError, match=str(first.pk)):
+        lab(world).runs.wait(first.pk, poll_seconds=0.1, timeout=0.3)
+
+
+def test_the_cli_lists_waits_and_prints_figures(world: dict[str, Any], capsys: Any) -> None:
+    auth = ["--url", world["url"], "--token", world["researcher"]]
+    second = str(world["second"].pk)
+    assert cli([*auth, "runs", "list"]) == 0
+    assert "second" in capsys.readouterr().out
+    assert cli([*auth, "runs", "wait", second, "--quiet"]) == 0
+    capsys.readouterr()
+    assert cli([*auth, "runs", "figures", second, "--csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("run,metric,k,group,value")
+    assert any(line.startswith(f"{second},accuracy_after_turn,2,,1.0") for line in lines)
+    assert cli([*auth, "dialogues", "list", f"run={second}"]) == 0
+    assert len([json.loads(line) for line in capsys.readouterr().out.splitlines()]) == 3
+    assert cli(["--url", world["url"], "--token", world["revoked"], "runs", "list"]) == 1
+    assert "401" in capsys.readouterr().err

@@ -1,0 +1,170 @@
+"""``/api/v1/dialogues``: the transcript list, with the list page's filter syntax, and one
+dialogue with its turns. A person sees what their pages show them: an annotator only the
+dialogues their labelling queues hold."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.http import Http404, HttpRequest
+from ninja import Query, Router, Schema
+
+from webapp.dialogues import search, selectors
+from webapp.dialogues.forms import DialogueFilterForm
+from webapp.dialogues.models import Dialogue
+from webapp.dialogues.pagination import BoundedPaginator, count_limit, requested_page
+
+router = Router(tags=["dialogues"])
+MAX_PER_PAGE = 500
+
+
+class DialogueFilter(Schema):
+    """The transcript list's filters, written as on its page (``/dialogues/?outcome=solved``):
+    a value the list would ignore is ignored here too, and named in ``ignored``."""
+
+    q: str | None = None
+    run: int | None = None
+    task_set: int | None = None
+    task: int | None = None
+    student: int | None = None
+    outcome: str | None = None
+    end_reason: str | None = None
+    first_correct: str | None = None
+    turns: str | None = None
+    step: str | None = None
+    leak: str | None = None
+    teacher: str | None = None
+    changed: str | None = None
+    has: list[str] | None = None
+    labelled: str | None = None
+    label: str | None = None
+    agree: str | None = None
+    annotator: int | None = None
+    sort: str | None = None
+
+
+class DialogueRow(Schema):
+    id: int
+    run_id: int
+    run_name: str
+    task_id: int
+    prompt_head: str
+    student_name: str
+    sample_index: int
+    outcome: str
+    end_reason: str
+    first_correct_turn: int | None
+    num_turns: int
+    leaked: bool
+    created_at: datetime
+
+
+class DialoguePage(Schema):
+    count: int
+    count_is_exact: bool
+    page: int
+    per_page: int
+    has_next: bool
+    ignored: list[str]
+    items: list[DialogueRow]
+
+
+class TurnOut(Schema):
+    index: int
+    round: int
+    role: str
+    kind: str
+    text: str
+    private_context: dict[str, Any]
+    extracted_answer: str
+    is_correct: bool | None
+    score: float | None
+    leak_flag: bool
+    move_valid: bool | None
+    move_consistent: bool | None
+
+
+class DialogueOut(Schema):
+    id: int
+    run_id: int
+    run_name: str
+    task_id: int
+    task_prompt: str
+    task_reference: Any
+    sample_index: int
+    seed: int
+    outcome: str
+    end_reason: str
+    first_correct_turn: int | None
+    num_turns: int
+    training_step: int | None
+    turns: list[TurnOut]
+
+
+def _row(row: dict[str, Any]) -> DialogueRow:
+    return DialogueRow(id=row["pk"], run_name=row["run__name"], **{k: row[k] for k in _ROW_NAMES})
+
+
+_ROW_NAMES = (
+    "run_id", "task_id", "prompt_head", "student_name", "sample_index", "outcome", "end_reason",
+    "first_correct_turn", "num_turns", "leaked", "created_at",
+)  # fmt: skip
+
+
+@router.get("", response=DialoguePage, summary="Transcripts matching a filter, a page at a time")
+def list_dialogues(
+    request: HttpRequest,
+    filters: Query[DialogueFilter],
+    page: int = 1,
+    per_page: int = 100,
+) -> DialoguePage:
+    """The transcript list's query, through the same form, selector and count as its page
+    (``count_is_exact`` is false where the count stopped: the page says "more than")."""
+    reader = request.user
+    form = DialogueFilterForm.from_query(request.GET, reader=reader)  # type: ignore[arg-type]
+    chosen = form.filters()
+    in_turns = search.searches_turns(chosen.search)
+    ids = selectors.dialogue_list(filters=chosen, reader=reader, searches_turns=in_turns)  # type: ignore[arg-type]
+    per_page = max(1, min(per_page, MAX_PER_PAGE))
+    paginator = BoundedPaginator(
+        ids.values_list("pk", flat=True),
+        per_page,
+        load=selectors.dialogue_rows,
+        page=requested_page(str(page)),
+        count_limit=count_limit(chosen.search, searches_turns=in_turns),
+    )
+    shown = paginator.get_page(page)
+    return DialoguePage(
+        count=paginator.count,
+        count_is_exact=paginator.count_is_exact,
+        page=shown.number,
+        per_page=per_page,
+        has_next=shown.has_next(),
+        ignored=form.notes,
+        items=[_row(row) for row in shown.object_list],
+    )
+
+
+@router.get("/{dialogue_id}", response=DialogueOut, summary="One dialogue with its turns")
+def get_dialogue(request: HttpRequest, dialogue_id: int) -> DialogueOut:
+    try:
+        page, turns = selectors.dialogue_page(pk=dialogue_id, reader=request.user)  # type: ignore[arg-type]
+    except Dialogue.DoesNotExist as missing:
+        raise Http404("No such dialogue, or not one you may read.") from missing
+    return DialogueOut(
+        id=page.pk,
+        run_id=page.run_id,
+        run_name=page.run_name,
+        task_id=page.task_id,
+        task_prompt=page.task_prompt,
+        task_reference=page.task_reference,
+        sample_index=page.sample_index,
+        seed=page.seed,
+        outcome=page.outcome,
+        end_reason=page.end_reason,
+        first_correct_turn=page.first_correct_turn,
+        num_turns=page.num_turns,
+        training_step=page.training_step,
+        turns=[TurnOut.from_orm(turn) for turn in turns],
+    )
