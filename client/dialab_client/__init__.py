@@ -14,11 +14,14 @@ from dialab_client.models import (
     FigureRow,
     Figures,
     Me,
+    Model,
+    Protocol,
     Run,
+    TaskSet,
     Turn,
 )
 
 __all__ = [
-    "Dialab", "DialabError", "Dialogue", "DialogueRow", "FigureRow", "Figures", "Me", "Run",
-    "Turn",
+    "Dialab", "DialabError", "Dialogue", "DialogueRow", "FigureRow", "Figures", "Me", "Model",
+    "Protocol", "Run", "TaskSet", "Turn",
 ]  # fmt: skip

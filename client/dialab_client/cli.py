@@ -2,6 +2,7 @@
 
     export DIALAB_URL=http://127.0.0.1:8000 DIALAB_TOKEN=dialab_...
     dialab runs list --status running
+    run=$(dialab runs launch --task-set 3 --protocol 1 --student 2 --teacher 4 --seed 1)
     dialab runs wait 12 13 && dialab runs figures 12 13 --csv > figures.csv
     dialab dialogues list "run=12&outcome=unsolved"
 
@@ -34,6 +35,13 @@ def _print_runs(runs: Sequence[Run]) -> None:
 def _runs(lab: Dialab, args: argparse.Namespace) -> int:
     if args.action == "list":
         _print_runs(lab.runs.list(kind=args.kind, status=args.status))
+    elif args.action == "launch":
+        run = lab.runs.launch(
+            task_set=args.task_set, protocol=args.protocol, student=args.student,
+            teacher=args.teacher, user_simulator=args.user_simulator, judge=args.judge,
+            samples_per_task=args.samples, seed=args.seed, name=args.name,
+        )  # fmt: skip
+        print(run.id)
     elif args.action == "wait":
         runs = lab.runs.wait(args.ids, progress=not args.quiet, timeout=args.timeout)
         _print_runs(runs)
@@ -66,6 +74,14 @@ def parser() -> argparse.ArgumentParser:
     listing = actions.add_parser("list", help="Runs, newest first, one a line.")
     listing.add_argument("--kind", choices=["eval", "sft", "online"])
     listing.add_argument("--status")
+    launch = actions.add_parser("launch", help="Queue an evaluation; prints its id.")
+    for role in ("task-set", "protocol", "student"):
+        launch.add_argument(f"--{role}", type=int, required=True, help="Its id.")
+    for role in ("teacher", "user-simulator", "judge"):
+        launch.add_argument(f"--{role}", type=int, help="Its id, where the protocol needs one.")
+    launch.add_argument("--samples", type=int, default=1, help="Samples per task (K).")
+    launch.add_argument("--seed", type=int, default=0)
+    launch.add_argument("--name", default="")
     wait = actions.add_parser("wait", help="Wait until the runs finish.")
     wait.add_argument("ids", type=int, nargs="+")
     wait.add_argument("--timeout", type=float, help="Give up after this many seconds.")

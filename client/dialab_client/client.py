@@ -16,8 +16,12 @@ from dialab_client.models import (
     DialogueRow,
     Figures,
     Me,
+    Model,
+    Protocol,
     Run,
+    TaskSet,
     parse_figures,
+    parse_list,
     parse_me,
     parse_row,
 )
@@ -26,12 +30,15 @@ PAGE = 100  # runs per request when listing
 
 
 class DialabError(RuntimeError):
-    """The server refused a request: ``status`` is its HTTP status, ``detail`` its reason."""
+    """The server refused a request: ``status`` is its HTTP status, ``detail`` its reason, and
+    ``problems`` what a refused launch says of each field (as the launch form would)."""
 
-    def __init__(self, status: int, detail: Any) -> None:
-        super().__init__(f"{status}: {detail}")
+    def __init__(self, status: int, detail: Any, problems: dict[str, list[str]] | None = None):
         self.status = status
         self.detail = detail
+        self.problems = problems or {}
+        said = "; ".join(f"{field}: {' '.join(why)}" for field, why in self.problems.items())
+        super().__init__(f"{status}: {detail}" + (f" ({said})" if said else ""))
 
 
 class Dialab:
@@ -59,14 +66,24 @@ class Dialab:
         response = self.http.request(method, path, **kwargs)
         if response.status_code >= 400:
             try:
-                detail = response.json().get("detail", response.text)
+                body = response.json()
             except ValueError:
-                detail = response.text
-            raise DialabError(response.status_code, detail)
+                raise DialabError(response.status_code, response.text) from None
+            raise DialabError(response.status_code, body.get("detail"), body.get("problems"))
         return response.json()
 
     def me(self) -> Me:
         return parse_me(self.request("GET", "/me"))
+
+    def task_sets(self) -> list[TaskSet]:
+        return parse_list(TaskSet, self.request("GET", "/task-sets"))
+
+    def models(self) -> list[Model]:
+        """The models a run may use (retired ones left out)."""
+        return parse_list(Model, self.request("GET", "/models"))
+
+    def protocols(self) -> list[Protocol]:
+        return parse_list(Protocol, self.request("GET", "/protocols"))
 
     def close(self) -> None:
         self.http.close()
@@ -96,6 +113,31 @@ class Runs:
 
     def get(self, run_id: int) -> Run:
         return Run.parse(self.lab.request("GET", f"/runs/{run_id}"))
+
+    def launch(
+        self,
+        *,
+        task_set: int,
+        protocol: int,
+        student: int,
+        teacher: int | None = None,
+        user_simulator: int | None = None,
+        judge: int | None = None,
+        samples_per_task: int = 1,
+        batch_size: int | None = None,
+        seed: int = 0,
+        name: str = "",
+        people: Iterable[int] = (),
+    ) -> Run:
+        """Queue an evaluation (ids from ``task_sets()``, ``protocols()``, ``models()``). A
+        refusal raises ``DialabError`` with the launch form's ``problems``, field by field."""
+        body = {
+            "task_set": task_set, "protocol": protocol, "student": student, "teacher": teacher,
+            "user_simulator": user_simulator, "judge": judge,
+            "samples_per_task": samples_per_task, "batch_size": batch_size, "seed": seed,
+            "name": name, "people": list(people),
+        }  # fmt: skip
+        return Run.parse(self.lab.request("POST", "/runs/evaluations", json=body))
 
     def cancel(self, run_id: int) -> Run:
         return Run.parse(self.lab.request("POST", f"/runs/{run_id}/cancel"))

@@ -24,6 +24,29 @@ class Me:
 
 
 @dataclass(frozen=True)
+class TaskSet:
+    id: int
+    name: str
+    version: int
+    task_count: int
+
+
+@dataclass(frozen=True)
+class Model:
+    id: int
+    name: str
+    backend: str
+
+
+@dataclass(frozen=True)
+class Protocol:
+    id: int
+    name: str
+    mode: str
+    max_turns: int
+
+
+@dataclass(frozen=True)
 class Run:
     id: int
     name: str
@@ -141,6 +164,10 @@ class Dialogue:
 def parse_row(data: dict[str, Any]) -> DialogueRow:
     row: DialogueRow = _from(DialogueRow, data)
     return row
+
+
+def parse_list(cls: type[Any], items: list[dict[str, Any]]) -> list[Any]:
+    return [_from(cls, item) for item in items]
 
 
 def parse_me(data: dict[str, Any]) -> Me:

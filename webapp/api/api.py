@@ -15,7 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.throttling import AuthRateThrottle
 
-from webapp.api import dialogues, runs
+from webapp.api import catalog, dialogues, runs
 from webapp.api.auth import AUTH
 
 
@@ -41,6 +41,7 @@ api = DialabAPI(
 )
 api.add_router("/runs", runs.router)
 api.add_router("/dialogues", dialogues.router)
+api.add_router("", catalog.router)
 
 
 @api.get("/me", tags=["account"], summary="Who this token acts as")

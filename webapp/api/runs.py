@@ -7,11 +7,12 @@ from datetime import datetime
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Router, Schema
+from ninja import Router, Schema, Status
 
 from webapp.api.auth import log_write
 from webapp.metrics.export import metric_rows
 from webapp.runs import selectors, services
+from webapp.runs.forms import EvaluationRunForm
 from webapp.runs.models import Run
 
 router = Router(tags=["runs"])
@@ -36,6 +37,30 @@ class RunOut(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+
+class EvaluationLaunch(Schema):
+    """An evaluation, as the launch form takes it (ids of the task set, protocol and models;
+    ``GET /task-sets``, ``/protocols``, ``/models`` list them)."""
+
+    name: str = ""
+    task_set: int
+    protocol: int
+    student: int
+    teacher: int | None = None
+    user_simulator: int | None = None
+    judge: int | None = None
+    samples_per_task: int = 1
+    batch_size: int | None = None
+    seed: int = 0
+    people: list[int] = []
+
+
+class LaunchRefused(Schema):
+    """What the launch form would have said: each field's problems."""
+
+    detail: str
+    problems: dict[str, list[str]]
 
 
 class FigureRow(Schema):
@@ -88,6 +113,32 @@ def list_runs(
         runs = runs.filter(status=status)
     limit = max(1, min(limit, MAX_LIMIT))
     return [_run_out(run) for run in runs[max(offset, 0) : max(offset, 0) + limit]]
+
+
+@router.post(
+    "/evaluations",
+    response={201: RunOut, 422: LaunchRefused},
+    summary="Launch an evaluation",
+)
+def launch_evaluation(request: HttpRequest, launch: EvaluationLaunch) -> Status[object]:
+    """Through the launch page's form and service: the same checks (the protocol's roles, the
+    models' parameters, the limits), refused field by field; queued, then played by a worker."""
+    researcher_only(request)
+    data = {key: "" if value is None else value for key, value in launch.dict().items()}
+    form = EvaluationRunForm(data)
+    if not form.is_valid():
+        problems = {
+            field: [str(message) for message in errors] for field, errors in form.errors.items()
+        }
+        return Status(422, LaunchRefused(detail="The run was not launched.", problems=problems))
+    run = services.evaluation_run_create(
+        name=form.cleaned_data["name"],
+        **form.launch_arguments(),
+        people=form.chosen_people(),
+        created_by=request.user,  # type: ignore[arg-type]
+    )
+    log_write(request, f"launch run {run.pk}")
+    return Status(201, _run_out(run))
 
 
 @router.get("/{run_id}", response=RunOut, summary="One run: its status and progress")
