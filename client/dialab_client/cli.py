@@ -5,6 +5,7 @@
     run=$(dialab runs launch --task-set 3 --protocol 1 --student 2 --teacher 4 --seed 1)
     dialab runs wait 12 13 && dialab runs figures 12 13 --csv > figures.csv
     dialab dialogues list "run=12&outcome=unsolved"
+    dialab dialogues export "run=12" > run-12.jsonl
 
 Exit status: 0 when done, 1 when the server refused (its reason on stderr), 2 when a waited-for
 run failed or was cancelled.
@@ -58,6 +59,10 @@ def _runs(lab: Dialab, args: argparse.Namespace) -> int:
 
 
 def _dialogues(lab: Dialab, args: argparse.Namespace) -> int:
+    if args.action == "export":
+        for record in lab.dialogues.export(args.filter, include_private=args.include_private):
+            print(json.dumps(record, ensure_ascii=False))
+        return 0
     for row in lab.dialogues.iter(args.filter):
         print(json.dumps(asdict(row)))
     return 0
@@ -95,6 +100,13 @@ def parser() -> argparse.ArgumentParser:
     dialogue_list = dialogue_actions.add_parser("list", help="Transcripts matching a filter.")
     dialogue_list.add_argument(
         "filter", nargs="?", default="", help='As on the transcript page: "run=12&outcome=solved".'
+    )
+    export = dialogue_actions.add_parser(
+        "export", help="Transcripts with their turns and labels, as the export page's JSONL."
+    )
+    export.add_argument("filter", nargs="?", default="", help="As for list.")
+    export.add_argument(
+        "--include-private", action="store_true", help="What the teacher privately saw, too."
     )
     return top
 

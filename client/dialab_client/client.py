@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -190,10 +191,9 @@ class Dialogues:
         """Every transcript matching ``query``, the transcript list's filter as on its page
         (``"run=12&outcome=solved"``, or a dict), page by page. A filter the list would ignore
         (a typo, an unknown run) raises ``DialabError`` rather than list everything."""
-        params: list[tuple[str, Any]] = (
-            parse_qsl(query.lstrip("?")) if isinstance(query, str) else list(query.items())
-        )
-        params = [(name, value) for name, value in params if name not in ("page", "per_page")]
+        params = [
+            (name, value) for name, value in _params(query) if name not in ("page", "per_page")
+        ]
         page = 1
         while True:
             body = self.lab.request(
@@ -208,6 +208,28 @@ class Dialogues:
 
     def get(self, dialogue_id: int) -> Dialogue:
         return Dialogue.parse(self.lab.request("GET", f"/dialogues/{dialogue_id}"))
+
+    def export(
+        self, query: str | Mapping[str, Any] = "", *, include_private: bool = False
+    ) -> Iterator[dict[str, Any]]:
+        """Every transcript matching ``query`` with its turns, verdicts and labels: the export
+        page's JSONL records, streamed (researchers only). ``include_private`` adds what the
+        teacher privately saw and the tasks' references."""
+        params = [*_params(query), ("include_private", str(include_private).lower())]
+        with self.lab.http.stream("GET", "/dialogues/export.jsonl", params=params) as response:
+            if response.status_code >= 400:
+                response.read()
+                body = response.json()
+                detail = "; ".join(body.get("ignored", [])) or body.get("detail")
+                raise DialabError(response.status_code, detail)
+            for line in response.iter_lines():
+                if line:
+                    yield json.loads(line)
+
+
+def _params(query: str | Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """A transcript filter as query parameters: the list page's query string, or a dict."""
+    return parse_qsl(query.lstrip("?")) if isinstance(query, str) else list(query.items())
 
 
 class _ProgressBar:

@@ -111,3 +111,15 @@ def test_the_cli_lists_waits_and_prints_figures(world: dict[str, Any], capsys: A
     assert len([json.loads(line) for line in capsys.readouterr().out.splitlines()]) == 3
     assert cli(["--url", world["url"], "--token", world["revoked"], "runs", "list"]) == 1
     assert "401" in capsys.readouterr().err
+
+
+def test_the_export_streams_records_and_refuses_a_typo(world: dict[str, Any], capsys: Any) -> None:
+    client = lab(world)
+    records = list(client.dialogues.export(f"run={world['second'].pk}", include_private=True))
+    assert len(records) == 3 and all(len(r["turns"]) == 3 for r in records)
+    assert all("reference" in record["task"] for record in records)
+    with pytest.raises(DialabError, match="Unknown filter 'outcom'"):
+        list(client.dialogues.export("outcom=solved"))
+    auth = ["--url", world["url"], "--token", world["researcher"]]
+    assert cli([*auth, "dialogues", "export", f"run={world['first'].pk}"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 3

@@ -7,10 +7,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from ninja import Query, Router, Schema
 
-from webapp.dialogues import search, selectors
+from webapp.api.runs import researcher_only
+from webapp.dialogues import exporting, search, selectors
 from webapp.dialogues.forms import DialogueFilterForm
 from webapp.dialogues.models import Dialogue
 from webapp.dialogues.pagination import BoundedPaginator, count_limit, requested_page
@@ -144,6 +145,34 @@ def list_dialogues(
         ignored=form.notes,
         items=[_row(row) for row in shown.object_list],
     )
+
+
+class FilterRefused(Schema):
+    detail: str
+    ignored: list[str]
+
+
+@router.get(
+    "/export.jsonl",
+    response={200: None, 422: FilterRefused},
+    summary="Transcripts with their turns, verdicts and labels, streamed as JSON lines",
+)
+def export_dialogues(
+    request: HttpRequest, filters: Query[DialogueFilter], include_private: bool = False
+) -> HttpResponse:
+    """The export page's JSONL (its records are described in ``webapp/dialogues/exporting.py``
+    and the docs), streamed: memory stays flat whatever the number of dialogues. Unlike the
+    list, a filter with a value the list would ignore is refused rather than widened to every
+    transcript."""
+    researcher_only(request)
+    form = exporting.filter_form(request.GET)
+    unknown = [f"Unknown filter {name!r}." for name in exporting.unknown_params(request.GET)]
+    if ignored := form.notes + unknown:
+        return JsonResponse({"detail": "Nothing exported.", "ignored": ignored}, status=422)
+    lines = exporting.jsonl_lines(filters=form.filters(), include_private=include_private)
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @router.get("/{dialogue_id}", response=DialogueOut, summary="One dialogue with its turns")

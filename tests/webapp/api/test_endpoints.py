@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from typing import Any
 
 import pytest
@@ -37,6 +38,7 @@ ENDPOINTS = [
     ("get", "/runs/{first}/figures"),
     ("post", "/runs/{first}/cancel"),
     ("get", "/dialogues"),
+    ("get", "/dialogues/export.jsonl"),
     ("get", "/dialogues/{queued}"),
     ("get", "/dialogues/{hidden}"),
 ]
@@ -47,6 +49,7 @@ EXPECTED = {  # endpoint -> status for researcher, annotator, revoked, anonymous
     "/runs/{first}/figures": (200, 403, 401, 401),
     "/runs/{first}/cancel": (200, 403, 401, 401),
     "/dialogues": (200, 200, 401, 401),
+    "/dialogues/export.jsonl": (200, 403, 401, 401),  # the export page is the researchers'
     "/dialogues/{queued}": (200, 200, 401, 401),
     "/dialogues/{hidden}": (200, 404, 401, 401),  # not in her queues: as if it did not exist
 }
@@ -146,3 +149,24 @@ def test_requests_past_the_rate_are_refused_until_it_allows_more(
     assert statuses == [200, 200, 429]
     assert call(world, "annotator", "get", "/me").status_code == 200  # each person has a rate
     cache.clear()
+
+
+def test_the_export_streams_the_export_pages_records_and_refuses_a_bad_filter(
+    world: dict[str, Any],
+) -> None:
+    from webapp.dialogues import exporting
+
+    second = world["second"]
+    response = call(world, "researcher", "get", "/dialogues/export.jsonl", run=second.pk)
+    assert response.streaming and response["Content-Type"].startswith("application/x-ndjson")
+    records = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+    filters = exporting.filters_from_query(f"run={second.pk}")
+    assert records == list(exporting.dialogue_records(filters=filters))
+    assert all("reference" not in record["task"] for record in records)
+    private = call(
+        world, "researcher", "get", "/dialogues/export.jsonl", run=second.pk, include_private=True
+    )
+    assert all("reference" in json.loads(line)["task"] for line in private.streaming_content)
+    for bad in ({"turns": "many"}, {"outcom": "solved"}):
+        refused = call(world, "researcher", "get", "/dialogues/export.jsonl", **bad)
+        assert refused.status_code == 422 and refused.json()["ignored"]
