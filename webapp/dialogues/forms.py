@@ -64,8 +64,8 @@ class IntRangeField(forms.CharField):
 
 
 class SharesItsChoices:
-    """A field whose copies share its choices (or queryset) and widget attributes, which no form
-    changes. Django copies every field deeply for every form it makes, choices included: for the
+    """A field whose copies share its choices and widget attributes, which no form changes.
+    Django copies every field deeply for every form it makes, choices included: for the
     transcript filter's twenty fields that took half a millisecond a page."""
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
@@ -108,7 +108,9 @@ class ListedModelChoiceField(SharesItsChoices, forms.ModelChoiceField):  # type:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         field = super().__deepcopy__(memo)
-        field.widget.choices = field.choices  # the options of this copy, not the original's
+        # A queryset of its own: a shared one would keep the rows it read for every later form
+        # (the setter clones it, and points the widget's choices at this copy's options).
+        field.queryset = self.queryset
         return field
 
     def options(self) -> Any:

@@ -6,16 +6,16 @@ the date, the run's link); ``templates/jinja2/dialogues/transcript_results.html`
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.http import QueryDict
-from django.urls import get_script_prefix, reverse
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import Truncator
 
+from webapp.core.context_processors import reverse_once
 from webapp.dialogues.models import Dialogue
 
 OUTCOME_LABELS = dict(Dialogue.Outcome.choices)
@@ -130,18 +130,12 @@ def count_line(count: int, count_text: str, *, filtered: bool) -> str:
     return f"{line[:1].upper()}{line[1:]}."
 
 
-@functools.cache
-def _action_links(script_prefix: str) -> dict[str, str]:
-    return {
-        "label": reverse("queue_create"),
-        "train": reverse("training_create"),
-        "prime": reverse("training_online_create"),
-        "replay": reverse("fork_counterfactual_create"),
-        "compare": reverse("dialogue_compare"),
-    }
-
-
 def action_links() -> dict[str, str]:
-    """Where the list's buttons lead (labelling, training, replay, compare): reversed once per
-    process and URL prefix, as they never change while it runs."""
-    return _action_links(get_script_prefix())
+    """Where the list's buttons lead (labelling, training, replay, compare)."""
+    return {
+        "label": reverse_once("queue_create"),
+        "train": reverse_once("training_create"),
+        "prime": reverse_once("training_online_create"),
+        "replay": reverse_once("fork_counterfactual_create"),
+        "compare": reverse_once("dialogue_compare"),
+    }

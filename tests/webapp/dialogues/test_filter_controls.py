@@ -124,3 +124,17 @@ def test_a_forms_copy_of_a_field_leaves_the_class_field_as_it_was() -> None:
     assert DialogueFilterForm().fields["outcome"].choices == (
         DialogueFilterForm.base_fields["outcome"].choices  # type: ignore[attr-defined]
     )
+
+
+def test_each_forms_model_select_reads_the_rows_of_its_own_time() -> None:
+    """A form's copy of a model select has a queryset of its own: one shared with the class
+    would keep the rows the first form read (a run made since would be refused)."""
+    from webapp.dialogues.forms import CompareForm
+
+    task_set = TaskSetFactory()
+    first = make_run("first", task_set)
+    assert CompareForm({"left_run": first.pk}).is_valid()
+    second = make_run("second", task_set)
+    form = CompareForm({"left_run": second.pk})
+    assert form.is_valid(), form.errors
+    assert form.cleaned_data["left_run"] == second
