@@ -11,10 +11,10 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, Stream
 from ninja import Query, Router, Schema
 
 from webapp.api.runs import researcher_only
-from webapp.dialogues import exporting, search, selectors
+from webapp.dialogues import exporting, selectors
 from webapp.dialogues.forms import DialogueFilterForm
 from webapp.dialogues.models import Dialogue
-from webapp.dialogues.pagination import BoundedPaginator, count_limit, requested_page
+from webapp.dialogues.pagination import transcript_page
 
 router = Router(tags=["dialogues"])
 MAX_PER_PAGE = 500
@@ -124,18 +124,15 @@ def list_dialogues(
     (``count_is_exact`` is false where the count stopped: the page says "more than")."""
     reader = request.user
     form = DialogueFilterForm.from_query(request.GET, reader=reader)  # type: ignore[arg-type]
-    chosen = form.filters()
-    in_turns = search.searches_turns(chosen.search)
-    ids = selectors.dialogue_list(filters=chosen, reader=reader, searches_turns=in_turns)  # type: ignore[arg-type]
     per_page = max(1, min(per_page, MAX_PER_PAGE))
-    paginator = BoundedPaginator(
-        ids.values_list("pk", flat=True),
-        per_page,
+    shown = transcript_page(
+        filters=form.filters(),
+        reader=reader,  # type: ignore[arg-type]
+        per_page=per_page,
+        page=str(page),
         load=selectors.dialogue_rows,
-        page=requested_page(str(page)),
-        count_limit=count_limit(chosen.search, searches_turns=in_turns),
     )
-    shown = paginator.get_page(page)
+    paginator = shown.paginator
     return DialoguePage(
         count=paginator.count,
         count_is_exact=paginator.count_is_exact,

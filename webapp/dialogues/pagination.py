@@ -23,6 +23,10 @@ from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.utils.functional import cached_property
 
+from webapp.accounts.models import User
+from webapp.dialogues import search, selectors
+from webapp.dialogues.filters import DialogueFilters
+
 COUNT_LIMIT = 10_000
 # A word search is counted by reading every matching dialogue's row (its GIN index cannot
 # count alone): on the benchmark's data a common word ("parity", in one dialogue of ten) took
@@ -30,8 +34,8 @@ COUNT_LIMIT = 10_000
 SEARCH_COUNT_LIMIT = 500
 
 
-def count_limit(search_text: str, *, searches_turns: bool) -> int:
-    """How far a transcript list counts (the page and the API alike): a search that looks into
+def _count_limit(search_text: str, *, searches_turns: bool) -> int:
+    """How far a transcript list counts: a search that looks into
     each turn only to the end of its page (0), a word search to ``SEARCH_COUNT_LIMIT``, any
     other filter to ``COUNT_LIMIT``."""
     if searches_turns:
@@ -94,3 +98,25 @@ class BoundedPaginator(Paginator):
         bottom = (number - 1) * self.per_page
         ids = list(self.object_list[bottom : bottom + self.per_page])
         return self._get_page(self.load(ids), number, self)
+
+
+def transcript_page(
+    *,
+    filters: DialogueFilters,
+    reader: User,
+    per_page: int,
+    page: str | None,
+    load: Callable[[Sequence[int]], list[Any]],
+) -> Page:
+    """One page of the transcript list for ``filters``, of what ``reader`` may see, counted as
+    far as ``_count_limit`` says; ``page``: the number asked for, unparsed. The list page and
+    the API both call this, so that they select, order and count alike."""
+    searches_turns = search.searches_turns(filters.search)
+    ids = selectors.dialogue_list(filters=filters, reader=reader, searches_turns=searches_turns)
+    return BoundedPaginator(
+        ids.values_list("pk", flat=True),
+        per_page,
+        load=load,
+        page=requested_page(page),
+        count_limit=_count_limit(filters.search, searches_turns=searches_turns),
+    ).get_page(page)

@@ -18,11 +18,11 @@ from django_htmx.http import push_url
 
 from webapp.accounts.models import User
 from webapp.core.fragments import render_fragment
-from webapp.dialogues import search, selectors
+from webapp.dialogues import selectors
 from webapp.dialogues.forms import CompareForm, DialogueFilterForm
 from webapp.dialogues.listing import action_links, column_heads, count_line, list_rows
 from webapp.dialogues.models import Dialogue
-from webapp.dialogues.pagination import BoundedPaginator, count_limit, requested_page
+from webapp.dialogues.pagination import requested_page, transcript_page
 from webapp.dialogues.reading import who_saw
 from webapp.runs.models import Run
 from webapp.tasks.models import Task
@@ -81,15 +81,13 @@ def dialogue_list(request: HttpRequest) -> HttpResponse:
     reader = _reader(request)
     form = DialogueFilterForm.from_query(request.GET, reader=reader)
     filters = form.filters()
-    searches_turns = search.searches_turns(filters.search)
-    ids = selectors.dialogue_list(filters=filters, reader=reader, searches_turns=searches_turns)
-    page = BoundedPaginator(
-        ids.values_list("pk", flat=True),
-        DIALOGUES_PER_PAGE,
+    page = transcript_page(
+        filters=filters,
+        reader=reader,
+        per_page=DIALOGUES_PER_PAGE,
+        page=request.GET.get("page"),
         load=lambda pks: list_rows(selectors.dialogue_rows(pks), link_runs=reader.is_researcher),
-        page=requested_page(request.GET.get("page")),
-        count_limit=count_limit(filters.search, searches_turns=searches_turns),
-    ).get_page(request.GET.get("page"))
+    )
     query = _clean_query(request.GET)
     row_query = query.copy()
     row_query["page"] = str(page.number)
