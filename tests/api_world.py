@@ -30,13 +30,17 @@ def build_world() -> dict[str, Any]:
         name="q", schema=LabelSchema.objects.create(name="s"), created_by=researcher
     )
     queued = first.dialogues.order_by("pk").first()
-    QueueAssignment.objects.create(queue=queue, dialogue=queued, annotator=annotator, position=0)
+    item = QueueAssignment.objects.create(
+        queue=queue, dialogue=queued, annotator=annotator, position=0
+    )
     revoked, revoked_text = tokens.issue_token(user=researcher, name="old")
     tokens.revoke_token(user=researcher, token_id=revoked.pk)
     return {
         "first": first,
         "second": second,
         "queued": queued,
+        "queue": queue,
+        "item": item,
         "hidden": second.dialogues.order_by("pk").first(),
         "researcher": tokens.issue_token(user=researcher, name="n")[1],
         "annotator": tokens.issue_token(user=annotator, name="n")[1],

@@ -13,9 +13,10 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
+from ninja.errors import ValidationError
 from ninja.throttling import AuthRateThrottle
 
-from webapp.api import catalog, dialogues, runs
+from webapp.api import catalog, dialogues, experiments, labels, runs, tasks
 from webapp.api.auth import AUTH
 
 
@@ -41,6 +42,9 @@ api = DialabAPI(
 )
 api.add_router("/runs", runs.router)
 api.add_router("/dialogues", dialogues.router)
+api.add_router("/task-sets", tasks.router)
+api.add_router("/labels", labels.router)
+api.add_router("/experiments", experiments.router)
 api.add_router("", catalog.router)
 
 
@@ -58,3 +62,18 @@ def permission_denied(request: HttpRequest, error: PermissionDenied) -> HttpResp
 @api.exception_handler(Http404)
 def not_found(request: HttpRequest, error: Http404) -> HttpResponse:
     return api.create_response(request, {"detail": str(error) or "Not found."}, status=404)
+
+
+@api.exception_handler(ValidationError)
+def invalid_request(request: HttpRequest, error: ValidationError) -> HttpResponse:
+    """A request whose fields have the wrong shape is refused as a form's refusal is: each
+    field's problems, named by its path in the request (``tasks.2.reference``)."""
+    problems: dict[str, list[str]] = {}
+    for found in error.errors:
+        place, *path = found.get("loc", ())
+        if place == "body" and len(path) > 1:
+            path = path[1:]  # the body's parameter name, which the caller never wrote
+        where = ".".join(str(part) for part in path) or "__all__"
+        problems.setdefault(where, []).append(found.get("msg", "Not valid."))
+    body = {"detail": "The request is not valid.", "problems": problems}
+    return api.create_response(request, body, status=422)

@@ -10,7 +10,8 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from ninja import Query, Router, Schema
 
-from webapp.api.runs import researcher_only
+from webapp.api.auth import RESEARCHERS
+from webapp.api.common import Id, Refused
 from webapp.dialogues import exporting, selectors
 from webapp.dialogues.forms import DialogueFilterForm
 from webapp.dialogues.models import Dialogue
@@ -25,10 +26,10 @@ class DialogueFilter(Schema):
     a value the list would ignore is ignored here too, and named in ``ignored``."""
 
     q: str | None = None
-    run: int | None = None
-    task_set: int | None = None
-    task: int | None = None
-    student: int | None = None
+    run: Id | None = None
+    task_set: Id | None = None
+    task: Id | None = None
+    student: Id | None = None
     outcome: str | None = None
     end_reason: str | None = None
     first_correct: str | None = None
@@ -41,15 +42,15 @@ class DialogueFilter(Schema):
     labelled: str | None = None
     label: str | None = None
     agree: str | None = None
-    annotator: int | None = None
+    annotator: Id | None = None
     sort: str | None = None
 
 
 class DialogueRow(Schema):
     id: int
-    run_id: int
+    run_id: Id
     run_name: str
-    task_id: int
+    task_id: Id
     prompt_head: str
     student_name: str
     sample_index: int
@@ -88,9 +89,9 @@ class TurnOut(Schema):
 
 class DialogueOut(Schema):
     id: int
-    run_id: int
+    run_id: Id
     run_name: str
-    task_id: int
+    task_id: Id
     task_prompt: str
     task_reference: Any
     sample_index: int
@@ -144,14 +145,16 @@ def list_dialogues(
     )
 
 
-class FilterRefused(Schema):
-    detail: str
-    ignored: list[str]
+class FilterRefused(Refused):
+    """A refused export: ``ignored`` names each filter value the list would ignore."""
+
+    ignored: list[str] = []
 
 
 @router.get(
     "/export.jsonl",
     response={200: None, 422: FilterRefused},
+    auth=RESEARCHERS,
     summary="Transcripts with their turns, verdicts and labels, streamed as JSON lines",
 )
 def export_dialogues(
@@ -161,7 +164,6 @@ def export_dialogues(
     and the docs), streamed: memory stays flat whatever the number of dialogues. Unlike the
     list, a filter with a value the list would ignore is refused rather than widened to every
     transcript."""
-    researcher_only(request)
     form = exporting.filter_form(request.GET)
     unknown = [f"Unknown filter {name!r}." for name in exporting.unknown_params(request.GET)]
     if ignored := form.notes + unknown:
@@ -173,7 +175,7 @@ def export_dialogues(
 
 
 @router.get("/{dialogue_id}", response=DialogueOut, summary="One dialogue with its turns")
-def get_dialogue(request: HttpRequest, dialogue_id: int) -> DialogueOut:
+def get_dialogue(request: HttpRequest, dialogue_id: Id) -> DialogueOut:
     try:
         page, turns = selectors.dialogue_page(pk=dialogue_id, reader=request.user)  # type: ignore[arg-type]
     except Dialogue.DoesNotExist as missing:

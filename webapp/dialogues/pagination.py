@@ -43,10 +43,20 @@ def _count_limit(search_text: str, *, searches_turns: bool) -> int:
     return SEARCH_COUNT_LIMIT if search_text else COUNT_LIMIT
 
 
+# Past the end of any list (so it shows the last page), and small enough that the page's offset
+# stays within the databases' integers.
+MAX_PAGE = 10**9
+
+
 def requested_page(value: str | None) -> int:
-    """The page number a query string asks for (1 when it asks for none or nonsense)."""
+    """The page number a query string asks for (1 when it asks for none or nonsense, MAX_PAGE
+    at most)."""
     value = (value or "").strip()
-    return int(value) if value.isdigit() and int(value) > 0 else 1
+    if not (value.isascii() and value.isdigit()):
+        return 1
+    if len(value) > len(str(MAX_PAGE)):
+        return MAX_PAGE
+    return min(max(int(value), 1), MAX_PAGE)
 
 
 class BoundedPaginator(Paginator):

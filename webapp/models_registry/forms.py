@@ -20,6 +20,9 @@ from webapp.models_registry.credentials import (
 )
 from webapp.models_registry.models import ModelSpec
 
+# What the form's fields are, as the services take them.
+MODEL_FIELDS = ("name", "backend", "location", "generation_params", "description")
+
 
 class ModelSpecForm(forms.ModelForm):
     """Register a model for any role. Validation follows the backend, with messages that say
@@ -67,6 +70,10 @@ class ModelSpecForm(forms.ModelForm):
         self.initial["generation_params"] = _redacted_params(
             self.initial.get("generation_params") or {}
         )
+
+    def model_fields(self) -> dict[str, Any]:
+        """The cleaned fields, as ``model_spec_create`` and ``model_spec_update`` take them."""
+        return {name: self.cleaned_data[name] for name in MODEL_FIELDS}
 
     def clean_location(self) -> str:
         return str(self.cleaned_data.get("location") or "").strip()

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from models_gpu.spec.backends import BACKENDS, SCRIPTED_POLICIES
 from models_gpu.spec.credentials import key_env_rule
 from webapp.core.permissions import researcher_required
-from webapp.models_registry.forms import ModelSpecForm
+from webapp.models_registry.forms import MODEL_FIELDS, ModelSpecForm
 from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.selectors import model_lineage_rows, retired_model_count
 from webapp.models_registry.services import (
@@ -18,9 +18,6 @@ from webapp.models_registry.services import (
     model_spec_set_retired,
     model_spec_update,
 )
-
-# What the form's fields are, as the services take them.
-MODEL_FIELDS = ("name", "backend", "location", "generation_params", "description")
 
 
 def _reference() -> dict[str, object]:
@@ -45,7 +42,7 @@ def model_list(request: HttpRequest) -> HttpResponse:
     form = ModelSpecForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            model = model_spec_create(**{name: form.cleaned_data[name] for name in MODEL_FIELDS})
+            model = model_spec_create(**form.model_fields())
         except ValidationError as error:  # the form checks the same; kept for a clear page
             form.add_error(None, error)
         else:
@@ -68,9 +65,7 @@ def model_edit(request: HttpRequest, pk: int) -> HttpResponse:
     form = ModelSpecForm(request.POST or None, instance=model)
     if request.method == "POST" and form.is_valid():
         try:
-            model_spec_update(
-                model=model, **{name: form.cleaned_data[name] for name in MODEL_FIELDS}
-            )
+            model_spec_update(model=model, **form.model_fields())
         except ValidationError as error:
             form.add_error(None, error)
         else:
@@ -89,7 +84,7 @@ def model_clone(request: HttpRequest, pk: int) -> HttpResponse:
     form = ModelSpecForm(request.POST or None, instance=copy)
     if request.method == "POST" and form.is_valid():
         try:
-            model = model_spec_create(**{name: form.cleaned_data[name] for name in MODEL_FIELDS})
+            model = model_spec_create(**form.model_fields())
         except ValidationError as error:
             form.add_error(None, error)
         else:

@@ -213,6 +213,21 @@ def task_add(
 
 
 @transaction.atomic
+def tasks_add_many(*, task_set: TaskSet, tasks: list[Task], user: User | None = None) -> TaskChange:
+    """Append unsaved tasks at the end of their set, in order, all or none (to a new version if
+    runs used the set). OlderVersion if a newer version of the set replaced this one."""
+    target, new_version = _writable(task_set, user)
+    TaskSet.objects.select_for_update().filter(pk=target.pk).first()
+    last = target.tasks.aggregate(last=Max("position"))["last"]
+    start = 0 if last is None else last + 1
+    for offset, task in enumerate(tasks):
+        task.task_set = target
+        task.position = start + offset
+    Task.objects.bulk_create(tasks, batch_size=2000)
+    return TaskChange(target, None, new_version)
+
+
+@transaction.atomic
 def task_update(*, task: Task, changes: dict[str, Any], user: User | None = None) -> TaskChange:
     """Change a task's content; in a set that runs used, the change goes to a new version.
     OlderVersion if a newer version of the set replaced this one."""

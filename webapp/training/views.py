@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from models_gpu.spec.online import single_turn_baseline
 from models_gpu.spec.reports import PRIMING_PREFIX
-from models_gpu.spec.run import RunConfig, RunConfigError
+from models_gpu.spec.run import RunConfigError
 from models_gpu.spec.training_run import TrainingRunConfig
 from webapp.accounts.models import User
 from webapp.core.figure_export import requested_download
@@ -28,8 +26,7 @@ from webapp.metrics.stats import Proportion
 from webapp.runs import selectors as run_selectors
 from webapp.runs.charts import Curve, accuracy_by_turn_figure
 from webapp.runs.models import MetricPoint, Run
-from webapp.runs.services import evaluation_config
-from webapp.training import services
+from webapp.training import launch, services
 from webapp.training.charts import training_curves_figure, training_panels
 from webapp.training.forms import EVALUATION_FIELDS, OnlineTrainingForm, TrainingForm
 from webapp.training.heldout import (
@@ -48,7 +45,7 @@ def training_create(request: HttpRequest) -> HttpResponse:
     reader: User = request.user  # type: ignore[assignment]
     initial = {"selection": _selection(request)}
     form = TrainingForm(request.POST or None, initial=initial, reader=reader)
-    return _launch_page(request, form, _launch, "training/training_form.html")
+    return _launch_page(request, form, launch.training_launch, "training/training_form.html")
 
 
 def _selection(request: HttpRequest) -> str:
@@ -111,83 +108,13 @@ def training_preview_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
-@transaction.atomic
-def _launch(form: TrainingForm, reader: User) -> Run:
-    """Freeze the selection, check the whole configuration, queue the run; nothing is kept when
-    a check fails (the transaction rolls back)."""
-    data = form.cleaned_data
-    snapshot = services.snapshot_create(filter_query=form.selection_query, reader=reader)
-    config = services.training_run_config(
-        base=data["base_model"],
-        snapshot=snapshot,
-        training=form.training_config(),
-        evaluation=_evaluation(data),
-        question_writer=data["question_writer"],
-    )
-    return services.training_run_create(name=form.run_name(), config=config, created_by=reader)
-
-
-def _evaluation(data: dict[str, Any]) -> RunConfig:
-    """The held-out evaluation the form describes (its problems named by the form's fields)."""
-    return _run_config(
-        data,
-        task_set="eval_task_set",
-        protocol="eval_protocol",
-        teacher="eval_teacher",
-        samples_per_task="eval_samples",
-    )
-
-
-def _run_config(data: dict[str, Any], **fields: str) -> RunConfig:
-    """``evaluation_config`` of the base model with the form's ``fields`` (argument name: form
-    field); ``RunConfigError`` whose problems name those form fields."""
-    try:
-        return evaluation_config(
-            student=data["base_model"], **{name: data[field] for name, field in fields.items()}
-        )
-    except RunConfigError as error:
-        raise RunConfigError(
-            [p._replace(field=fields.get(p.field, p.field)) for p in error.problems]
-        ) from None
-
-
 @researcher_required
 def training_online_create(request: HttpRequest) -> HttpResponse:
     """The online SML launch form; with the single-turn baseline, two sibling runs. GET
     ``?<transcript filter>`` fills in the priming stage's selection."""
     initial = {"priming_selection": _selection(request)}
     form = OnlineTrainingForm(request.POST or None, initial=initial, reader=request.user)
-    return _launch_page(request, form, _launch_online, "training/online_form.html")
-
-
-@transaction.atomic
-def _launch_online(form: OnlineTrainingForm, reader: User) -> Run:
-    """Queue the online run (and its single-turn sibling); nothing is kept when a check fails."""
-    data = form.cleaned_data
-    online = form.online_config()
-    rollouts = _run_config(data, task_set="task_set", protocol="protocol", teacher="teacher")
-    priming = form.priming_config()
-    snapshot = (
-        services.snapshot_create(filter_query=form.priming_query, reader=reader)
-        if priming is not None
-        else None
-    )
-    config = services.online_training_run_config(
-        base=data["base_model"],
-        rollouts=rollouts,
-        training=form.training_config(),
-        online=online,
-        evaluation=_evaluation(data),
-        priming=priming,
-        priming_snapshot=snapshot,
-    )
-    run = services.training_run_create(name=form.run_name(), config=config, created_by=reader)
-    if data["single_turn_baseline"] and online.horizon > 1:
-        sibling = replace(config, online=single_turn_baseline(online))
-        services.training_run_create(
-            name=f"{run.name}: single-turn RL baseline", config=sibling, created_by=reader
-        )
-    return run
+    return _launch_page(request, form, launch.online_training_launch, "training/online_form.html")
 
 
 @dataclass(frozen=True)

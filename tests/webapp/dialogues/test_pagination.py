@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from tests.factories import TaskSetFactory
-from webapp.dialogues.pagination import BoundedPaginator
+from webapp.dialogues.pagination import MAX_PAGE, BoundedPaginator, requested_page
 from webapp.tasks.models import TaskSet
 
 pytestmark = pytest.mark.django_db
@@ -53,3 +54,15 @@ def test_page_past_the_end_shows_the_last(five: list[int]) -> None:
     for limit in (0, 10):
         ids, text, _queries = paginate(9, count_limit=limit)
         assert (ids, text) == (five[4:], "5")
+
+
+@pytest.mark.parametrize("asked", ["163139726857974688", "9" * 5000])
+def test_a_page_number_past_any_list_shows_the_last_page(
+    five: list[int], researcher_client, asked: str
+) -> None:  # type: ignore[no-untyped-def]
+    """Found by fuzzing the API: the offset of a page this far out overflowed the database's
+    integers (a server error on both the list page and the API)."""
+    assert requested_page(asked) == MAX_PAGE
+    assert [requested_page(v) for v in ("", "0", "-3", "²", "7")] == [1, 1, 1, 1, 7]
+    shown = researcher_client.get(reverse("dialogue_list"), {"page": asked})
+    assert shown.status_code == 200

@@ -235,3 +235,20 @@ def import_mapping_guess(
     if task_import.source == TaskImport.Source.LOST_IN_CONVERSATION:
         return lic_guess(columns)
     return guess_mapping(columns, records)
+
+
+def mapping_form_initial(
+    task_import: TaskImport, columns: list[str], records: list[dict[str, Any]]
+) -> dict[str, str]:
+    """The mapping form's starting values: the mapping that was tried, when a failed import is
+    mapped again; otherwise a guess from the columns' names and values."""
+    if task_import.field_mapping:
+        mapping = dict(task_import.field_mapping)
+        defaults = dict(task_import.defaults)
+    else:
+        mapping = import_mapping_guess(task_import=task_import, columns=columns, records=records)
+        defaults = {"verifier_kind": guessed_default_verifier(mapping, records)}
+    initial = {f"map_{name}": column for name, column in mapping.items() if column in columns}
+    initial["default_verifier_kind"] = defaults.get("verifier_kind", "")
+    initial["default_domain"] = defaults.get("domain", "")
+    return initial

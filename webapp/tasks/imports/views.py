@@ -45,25 +45,6 @@ def _cell(value: Any) -> str:
     return text if len(text) <= PREVIEW_CELL_CHARS else text[: PREVIEW_CELL_CHARS - 1] + "…"
 
 
-def _mapping_initial(
-    task_import: TaskImport, columns: list[str], records: list[dict[str, Any]]
-) -> dict[str, str]:
-    """The mapping form's starting values: the mapping that was tried, when a failed import is
-    mapped again; otherwise a guess from the columns' names and values."""
-    if task_import.field_mapping:
-        mapping = dict(task_import.field_mapping)
-        defaults = dict(task_import.defaults)
-    else:
-        mapping = preview.import_mapping_guess(
-            task_import=task_import, columns=columns, records=records
-        )
-        defaults = {"verifier_kind": preview.guessed_default_verifier(mapping, records)}
-    initial = {f"map_{name}": column for name, column in mapping.items() if column in columns}
-    initial["default_verifier_kind"] = defaults.get("verifier_kind", "")
-    initial["default_domain"] = defaults.get("domain", "")
-    return initial
-
-
 def _starting_mapping(form: MappingForm) -> FieldMapping | None:
     """The mapping the form shows before anything is posted (None when a post came back with
     errors: the form says what is wrong)."""
@@ -95,7 +76,7 @@ def task_import_map(request: HttpRequest, pk: int) -> HttpResponse:
         request.POST or None,
         columns=columns,
         column_word=column_word,
-        initial=_mapping_initial(task_import, columns, records),
+        initial=preview.mapping_form_initial(task_import, columns, records),
     )
     if request.method == "POST" and form.is_valid():
         mapping = form.mapping()
