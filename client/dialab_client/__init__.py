@@ -7,21 +7,35 @@ runs = lab.runs.wait([12, 13], progress=True)
 table = lab.runs.figures([12, 13]).to_pandas()
 """
 
-from dialab_client.client import Dialab, DialabError
+from dialab_client.client import Dialab
+from dialab_client.errors import DialabError
 from dialab_client.models import (
+    Answer,
+    Comparison,
     Dialogue,
     DialogueRow,
     FigureRow,
     Figures,
+    Gap,
+    Item,
+    Label,
+    Line,
     Me,
     Model,
+    Point,
     Protocol,
+    Question,
+    Queue,
     Run,
+    Task,
+    TaskImport,
+    TasksAdded,
     TaskSet,
     Turn,
 )
 
 __all__ = [
-    "Dialab", "DialabError", "Dialogue", "DialogueRow", "FigureRow", "Figures", "Me", "Model",
-    "Protocol", "Run", "TaskSet", "Turn",
+    "Answer", "Comparison", "Dialab", "DialabError", "Dialogue", "DialogueRow", "FigureRow",
+    "Figures", "Gap", "Item", "Label", "Line", "Me", "Model", "Point", "Protocol", "Question",
+    "Queue", "Run", "Task", "TaskImport", "TaskSet", "TasksAdded", "Turn",
 ]  # fmt: skip

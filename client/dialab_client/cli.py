@@ -6,6 +6,9 @@
     dialab runs wait 12 13 && dialab runs figures 12 13 --csv > figures.csv
     dialab dialogues list "run=12&outcome=unsolved"
     dialab dialogues export "run=12" > run-12.jsonl
+    set=$(dialab tasks import questions.jsonl --name "Sums" --map prompt=question --map answer=a)
+    dialab tasks generate guess_number --count 50 --knob high=100
+    dialab tasks list
 
 Exit status: 0 when done, 1 when the server refused (its reason on stderr), 2 when a waited-for
 run failed or was cancelled.
@@ -19,9 +22,11 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
-from dialab_client.client import Dialab, DialabError
+from dialab_client.client import Dialab
+from dialab_client.errors import DialabError
 from dialab_client.models import FigureRow, Run
 
 FIGURE_COLUMNS = [name for name in FigureRow.__dataclass_fields__]
@@ -68,6 +73,47 @@ def _dialogues(lab: Dialab, args: argparse.Namespace) -> int:
     return 0
 
 
+def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
+    """``["prompt=question", ...]`` as a dict (a value may hold "=")."""
+    pairs = {}
+    for value in values:
+        name, equals, column = value.partition("=")
+        if not equals or not name:
+            raise ValueError(f"--{what} takes name=value, not {value!r}")
+        pairs[name.strip()] = column.strip()
+    return pairs
+
+
+def _knob_value(text: str) -> Any:
+    """A knob's value as typed: a number or true/false as such, anything else as text (the
+    server checks it against the knob's kind)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _tasks(lab: Dialab, args: argparse.Namespace) -> int:
+    if args.action == "list":
+        for task_set in lab.task_sets.list(args.query):
+            print(f"{task_set.id}\tv{task_set.version}\t{task_set.task_count}\t{task_set.name}")
+        return 0
+    if args.action == "import":
+        job = lab.task_sets.import_file(
+            args.file, name=args.name or Path(args.file).stem, file_format=args.format,
+            mapping=_pairs(args.map, "map"), verifier_kind=args.verifier_kind,
+            domain=args.domain, wait=not args.no_wait, timeout=args.timeout,
+        )  # fmt: skip
+    else:
+        knobs = {name: _knob_value(value) for name, value in _pairs(args.knob, "knob").items()}
+        job = lab.task_sets.generate(
+            args.family, count=args.count, seed=args.seed, name=args.name, knobs=knobs,
+            wait=not args.no_wait, timeout=args.timeout,
+        )  # fmt: skip
+    print(job.task_set if job.task_set is not None else f"job {job.id}: {job.status}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="dialab", description=__doc__.splitlines()[0])
     top.add_argument("--url", help="The server (default: $DIALAB_URL).")
@@ -108,16 +154,51 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--include-private", action="store_true", help="What the teacher privately saw, too."
     )
+
+    tasks = kinds.add_parser("tasks", help="Task sets: list, import a file, generate.")
+    task_actions = tasks.add_subparsers(dest="action", required=True)
+    task_list = task_actions.add_parser("list", help="Task sets: id, version, tasks, name.")
+    task_list.add_argument("query", nargs="?", default="", help="Search names and descriptions.")
+    importing = task_actions.add_parser(
+        "import", help="Import a file into a new task set; prints its id once imported."
+    )
+    importing.add_argument("file", help="JSONL, JSON or CSV, or Dialab's own JSONL export.")
+    importing.add_argument("--name", default="", help="The new set's name (default: the file's).")
+    importing.add_argument(
+        "--format", default="", choices=["", "jsonl", "json", "csv", "dialab"],
+        help="Default: from the file's name.",
+    )  # fmt: skip
+    importing.add_argument(
+        "--map", action="append", default=[], metavar="FIELD=COLUMN",
+        help="Which key or column fills a task field (repeat): --map prompt=question "
+        "--map answer=solution. Default: the import page's guess.",
+    )  # fmt: skip
+    importing.add_argument("--verifier-kind", default="", help="For records without one.")
+    importing.add_argument("--domain", default="", help="For records without one.")
+    generating = task_actions.add_parser(
+        "generate", help="Generate a task set from a procedural family; prints its id."
+    )
+    generating.add_argument("family", help="e.g. guess_number, arithmetic, maze.")
+    generating.add_argument("--count", type=int, default=100)
+    generating.add_argument("--seed", type=int, default=0)
+    generating.add_argument("--name", default="")
+    generating.add_argument(
+        "--knob", action="append", default=[], metavar="NAME=VALUE",
+        help="A family setting (repeat); the others take their defaults.",
+    )  # fmt: skip
+    for command in (importing, generating):
+        command.add_argument("--no-wait", action="store_true", help="Print the job, not the set.")
+        command.add_argument("--timeout", type=float, help="Give up waiting after this long.")
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    commands: dict[str, Any] = {"runs": _runs, "dialogues": _dialogues}
+    commands: dict[str, Any] = {"runs": _runs, "dialogues": _dialogues, "tasks": _tasks}
     try:
         with Dialab(args.url, args.token) as lab:
             status: int = commands[args.command](lab, args)
-    except (DialabError, ValueError) as error:
+    except (DialabError, ValueError, OSError) as error:
         print(f"dialab: {error}", file=sys.stderr)
         return 1
     return status

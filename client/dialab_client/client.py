@@ -12,34 +12,23 @@ from urllib.parse import parse_qsl
 
 import httpx
 
+from dialab_client.catalog import Models, Protocols, TaskSets
+from dialab_client.errors import DialabError
+from dialab_client.experiments import Experiments
+from dialab_client.labels import Labels
 from dialab_client.models import (
+    Comparison,
     Dialogue,
     DialogueRow,
     Figures,
     Me,
-    Model,
-    Protocol,
     Run,
-    TaskSet,
     parse_figures,
-    parse_list,
     parse_me,
     parse_row,
 )
 
 PAGE = 100  # runs per request when listing
-
-
-class DialabError(RuntimeError):
-    """The server refused a request: ``status`` is its HTTP status, ``detail`` its reason, and
-    ``problems`` what a refused launch says of each field (as the launch form would)."""
-
-    def __init__(self, status: int, detail: Any, problems: dict[str, list[str]] | None = None):
-        self.status = status
-        self.detail = detail
-        self.problems = problems or {}
-        said = "; ".join(f"{field}: {' '.join(why)}" for field, why in self.problems.items())
-        super().__init__(f"{status}: {detail}" + (f" ({said})" if said else ""))
 
 
 class Dialab:
@@ -62,6 +51,11 @@ class Dialab:
         )
         self.runs = Runs(self)
         self.dialogues = Dialogues(self)
+        self.task_sets = TaskSets(self)
+        self.models = Models(self)
+        self.protocols = Protocols(self)
+        self.labels = Labels(self)
+        self.experiments = Experiments(self)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self.http.request(method, path, **kwargs)
@@ -73,18 +67,20 @@ class Dialab:
             raise DialabError(response.status_code, body.get("detail"), body.get("problems"))
         return response.json()
 
+    def pages(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[Any]:
+        """Every item of a list endpoint that pages by ``offset`` and ``limit``."""
+        offset = 0
+        while True:
+            page = self.request(
+                "GET", path, params={**(params or {}), "offset": offset, "limit": PAGE}
+            )
+            yield from page
+            if len(page) < PAGE:
+                return
+            offset += len(page)
+
     def me(self) -> Me:
         return parse_me(self.request("GET", "/me"))
-
-    def task_sets(self) -> list[TaskSet]:
-        return parse_list(TaskSet, self.request("GET", "/task-sets"))
-
-    def models(self) -> list[Model]:
-        """The models a run may use (retired ones left out)."""
-        return parse_list(Model, self.request("GET", "/models"))
-
-    def protocols(self) -> list[Protocol]:
-        return parse_list(Protocol, self.request("GET", "/protocols"))
 
     def close(self) -> None:
         self.http.close()
@@ -103,14 +99,7 @@ class Runs:
     def list(self, *, kind: str | None = None, status: str | None = None) -> builtins.list[Run]:
         """Every run (newest first), of one ``kind`` (eval, sft, online) or ``status``."""
         params = {name: value for name, value in (("kind", kind), ("status", status)) if value}
-        runs: builtins.list[Run] = []
-        while True:
-            page = self.lab.request(
-                "GET", "/runs", params={**params, "offset": len(runs), "limit": PAGE}
-            )
-            runs += [Run.parse(run) for run in page]
-            if len(page) < PAGE:
-                return runs
+        return [Run.parse(run) for run in self.lab.pages("/runs", params)]
 
     def get(self, run_id: int) -> Run:
         return Run.parse(self.lab.request("GET", f"/runs/{run_id}"))
@@ -130,8 +119,9 @@ class Runs:
         name: str = "",
         people: Iterable[int] = (),
     ) -> Run:
-        """Queue an evaluation (ids from ``task_sets()``, ``protocols()``, ``models()``). A
-        refusal raises ``DialabError`` with the launch form's ``problems``, field by field."""
+        """Queue an evaluation (ids from ``task_sets.list()``, ``protocols.list()``,
+        ``models.list()``). A refusal raises ``DialabError`` with the launch form's
+        ``problems``, field by field."""
         body = {
             "task_set": task_set, "protocol": protocol, "student": student, "teacher": teacher,
             "user_simulator": user_simulator, "judge": judge,
@@ -139,6 +129,81 @@ class Runs:
             "name": name, "people": list(people),
         }  # fmt: skip
         return Run.parse(self.lab.request("POST", "/runs/evaluations", json=body))
+
+    def train(
+        self,
+        *,
+        base_model: int,
+        selection: str,
+        eval_task_set: int,
+        eval_protocol: int,
+        eval_teacher: int | None = None,
+        eval_samples: int = 1,
+        evaluate_trained_tasks: bool = False,
+        question_writer: int | None = None,
+        name: str = "",
+        **settings: Any,
+    ) -> Run:
+        """Launch offline SML: fine-tune ``base_model`` on the dialogues the transcript filter
+        ``selection`` selects (``"run=12&outcome=solved"``, frozen at launch), then evaluate
+        the trained model and its base on the held-out ``eval_task_set``. ``settings``: the
+        hyperparameters by name (``training_settings()``), the form's defaults otherwise."""
+        body = {
+            "base_model": base_model, "selection": selection, "eval_task_set": eval_task_set,
+            "eval_protocol": eval_protocol, "eval_teacher": eval_teacher,
+            "eval_samples": eval_samples, "evaluate_trained_tasks": evaluate_trained_tasks,
+            "question_writer": question_writer, "name": name, "settings": settings,
+        }  # fmt: skip
+        return Run.parse(self.lab.request("POST", "/runs/training", json=body))
+
+    def train_online(
+        self,
+        *,
+        base_model: int,
+        task_set: int,
+        protocol: int,
+        eval_task_set: int,
+        eval_protocol: int,
+        teacher: int | None = None,
+        eval_teacher: int | None = None,
+        eval_samples: int = 1,
+        evaluate_trained_tasks: bool = False,
+        single_turn_baseline: bool = True,
+        priming_selection: str = "",
+        name: str = "",
+        **settings: Any,
+    ) -> Run:
+        """Launch online SML: ``base_model`` plays ``task_set`` under ``protocol`` and learns
+        from its rewards (with ``single_turn_baseline``, a sibling single-turn RL run on the
+        same budget; ``runs.list(kind="online")`` shows both)."""
+        body = {
+            "base_model": base_model, "task_set": task_set, "protocol": protocol,
+            "teacher": teacher, "eval_task_set": eval_task_set, "eval_protocol": eval_protocol,
+            "eval_teacher": eval_teacher, "eval_samples": eval_samples,
+            "evaluate_trained_tasks": evaluate_trained_tasks,
+            "single_turn_baseline": single_turn_baseline,
+            "priming_selection": priming_selection, "name": name, "settings": settings,
+        }  # fmt: skip
+        return Run.parse(self.lab.request("POST", "/runs/online-training", json=body))
+
+    def training_settings(self) -> dict[str, builtins.list[dict[str, Any]]]:
+        """The hyperparameters ``train`` (``offline``) and ``train_online`` (``online``) take,
+        with their defaults, bounds and help."""
+        found: dict[str, builtins.list[dict[str, Any]]] = self.lab.request(
+            "GET", "/runs/training-settings"
+        )
+        return found
+
+    def compare(
+        self, run_ids: Iterable[int], *, baseline: int | None = None, by_seed: bool = True
+    ) -> Comparison:
+        """The runs compared as the compare page compares them: one line per configuration
+        (seeds pooled, unless ``by_seed=False``), each line's difference from the line of the
+        run ``baseline`` (default: the oldest run's), paired over the tasks both played."""
+        params: dict[str, Any] = {"runs": list(run_ids), "by_seed": by_seed}
+        if baseline is not None:
+            params["baseline"] = baseline
+        return Comparison.parse(self.lab.request("GET", "/experiments/compare", params=params))
 
     def cancel(self, run_id: int) -> Run:
         return Run.parse(self.lab.request("POST", f"/runs/{run_id}/cancel"))

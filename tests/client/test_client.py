@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from dialab_client import Dialab, DialabError
+from dialab_client import Answer, Dialab, DialabError
 from dialab_client.cli import main as cli
 from django.db import connection
 
@@ -123,3 +123,67 @@ def test_the_export_streams_records_and_refuses_a_typo(world: dict[str, Any], ca
     auth = ["--url", world["url"], "--token", world["researcher"]]
     assert cli([*auth, "dialogues", "export", f"run={world['first'].pk}"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+def test_a_task_set_is_made_from_python_and_from_the_shell(
+    world: dict[str, Any], eager_celery: Any, tmp_path: Any, capsys: Any
+) -> None:
+    client = lab(world)
+    made = client.task_sets.create("From a notebook")
+    sums = [{"prompt": "1+1?", "reference": {"answer": "2"}, "verifier_kind": "numeric"}]
+    added = client.task_sets.add(made.id, sums)
+    assert added.added == 1 and not added.new_version and added.task_set.task_count == 1
+    assert [task.prompt for task in client.task_sets.tasks(made.id)] == ["1+1?"]
+    with pytest.raises(DialabError) as refused:
+        client.task_sets.add(made.id, [{"prompt": "2+2?", "reference": {}}])
+    assert refused.value.status == 422 and "task 1" in refused.value.problems["tasks"][0]
+    upload = tmp_path / "sums.jsonl"
+    upload.write_text("".join(json.dumps({"q": f"{n}+1?", "a": n + 1}) + "\n" for n in range(3)))
+    auth = ["--url", world["url"], "--token", world["researcher"]]
+    command = ["tasks", "import", str(upload), "--map", "prompt=q", "--map", "answer=a"]
+    assert cli([*auth, *command, "--verifier-kind", "numeric"]) == 0
+    imported = client.task_sets.get(int(capsys.readouterr().out))
+    assert imported.name == "sums" and imported.task_count == 3
+    assert imported.provenance["mapping"] == {"prompt": "q", "answer": "a"}
+    generate = ["tasks", "generate", "guess_number", "--count", "4", "--knob", "high=20"]
+    assert cli([*auth, *generate]) == 0
+    generated = client.task_sets.get(int(capsys.readouterr().out))
+    assert generated.task_count == 4 and generated.provenance["knobs"]["high"] == 20
+    assert cli([*auth, "tasks", "import", str(upload), "--map", "prompt"]) == 1
+    assert "name=value" in capsys.readouterr().err
+
+
+def test_models_and_protocols_are_registered_and_retired(world: dict[str, Any]) -> None:
+    client = lab(world)
+    model = client.models.register("teacher 2", "scripted", "feedback-teacher")
+    assert model.id in {m.id for m in client.models.list()}
+    assert client.models.retire(model.id).retired
+    assert model.id not in {m.id for m in client.models.list()}
+    with pytest.raises(DialabError) as refused:
+        client.models.register("bad", "scripted", "no-such-policy")
+    assert "location" in refused.value.problems
+    protocol = client.protocols.create("Two turns", max_turns=2)
+    assert protocol.mode == "didactic" and protocol.templates
+    assert not client.protocols.retire(protocol.id, retired=False).retired
+
+
+def test_an_annotator_submits_labels_from_another_tool(world: dict[str, Any]) -> None:
+    client = lab(world, "annotator")
+    (queue,) = client.labels.queues()
+    (item,) = client.labels.items(queue.id)
+    with pytest.raises(DialabError) as refused:
+        client.labels.submit(item.id, [Answer(question="nope", value=1)])
+    assert "answers.0" in refused.value.problems
+    done = client.labels.submit(item.id, [])  # this queue's schema asks nothing
+    assert done.status == "done" and client.labels.items(queue.id, status="done") == [done]
+
+
+def test_runs_are_compared_with_the_pages_paired_method(world: dict[str, Any]) -> None:
+    first, second = world["first"].pk, world["second"].pk
+    comparison = lab(world).runs.compare([first, second], baseline=first, by_seed=False)
+    baseline, other = comparison.lines
+    assert comparison.baseline == baseline.key and baseline.runs == [first]
+    assert other.gaps[0].value == pytest.approx(-1.0) and other.gaps[0].tasks == 3
+    table = comparison.to_pandas()
+    assert set(table["key"]) == {baseline.key, other.key}
+    assert table[table.key == other.key]["gap"].iloc[0] == pytest.approx(-1.0)

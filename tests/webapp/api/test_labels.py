@@ -38,7 +38,8 @@ def queue(researcher: Any, annotator: Any) -> Any:
     task_set = TaskSetFactory()
     run = make_run("run", task_set)
     store(run, TaskFactory(task_set=task_set).pk, 0, "a_late", [
-        attempt("It is 4.", "4", False), feedback("Check the carry."), attempt("It is 3.", "3", True),
+        attempt("It is 4.", "4", False), feedback("Check the carry."),
+        attempt("It is 3.", "3", True),
     ])  # fmt: skip
     return services.queue_create(
         name="feedback", schema=LabelSchema.objects.get(name="Feedback quality"),
@@ -85,9 +86,7 @@ def test_an_annotator_answers_and_submits_her_item(
     assert {label["author"] for label in own} == {annotator.username}
 
 
-def test_answers_the_page_would_refuse_are_refused_all_together(
-    queue: Any, annotator: Any
-) -> None:
+def test_answers_the_page_would_refuse_are_refused_all_together(queue: Any, annotator: Any) -> None:
     api = client_for(annotator)
     item = QueueAssignment.objects.get()
     refused = post_json(api, f"/labels/items/{item.pk}/answers", {"answers": [

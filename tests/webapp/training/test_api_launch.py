@@ -77,7 +77,8 @@ def test_online_training_launches_the_run_and_its_single_turn_sibling(
         "settings": {"group_size": 4, "horizon": 2, "max_steps": 2, "device": "cpu"},
     }  # fmt: skip
     refused = post_json(api, "/runs/online-training", {**body, "teacher": None})
-    assert refused.status_code == 422 and "needs a teacher" in refused.json()["problems"]["teacher"][0]
+    assert refused.status_code == 422
+    assert "needs a teacher" in refused.json()["problems"]["teacher"][0]
     answer = post_json(api, "/runs/online-training", body)
     assert answer.status_code == 201, answer.content
     run, sibling = Run.objects.filter(kind=Run.Kind.TRAIN).order_by("pk")
