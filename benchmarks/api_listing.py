@@ -1,0 +1,140 @@
+"""Benchmark listing transcripts through the HTTP API: peak memory stays flat as the list grows.
+
+    .venv/bin/python benchmarks/api_listing.py                           # SQLite (throwaway)
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/dialab \\
+        .venv/bin/python benchmarks/api_listing.py --sizes 10000 100000
+
+Into a throwaway database (the same dialogues as ``benchmarks/export_dialogues.py``: 6 turns, a
+turn label and a dialogue label each), a researcher's token walks every transcript through the
+API in-process (Django's test client, the whole request path: middleware, token check,
+throttle, the endpoint): ``GET /api/v1/dialogues`` page by page (500 a page, as the client's
+``dialogues.iter`` asks; once collecting reference cycles after each page, once not), and
+``GET /api/v1/dialogues/export.jsonl`` read chunk by chunk as it streams. The baseline,
+measured in the same run, is the naive export (every dialogue with its turns and labels loaded
+at once). Peak memory is tracemalloc's peak during a traced walk;
+timings come from an untraced one. Headline figures print last, one ``name: value`` a line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+import django
+
+django.setup()
+
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import setup_databases, teardown_databases  # noqa: E402
+from export_dialogues import export_naive, populate  # noqa: E402
+
+from webapp.accounts.models import User  # noqa: E402
+from webapp.api import tokens  # noqa: E402
+from webapp.api.api import api  # noqa: E402
+
+PER_PAGE = 500
+
+
+def researcher_client() -> Client:
+    user, _ = User.objects.get_or_create(
+        username="bench-researcher", defaults={"role": "researcher"}
+    )
+    tokens.ApiToken.objects.filter(user=user).delete()
+    text = tokens.issue_token(user=user, name="bench")[1]
+    return Client(headers={"Authorization": f"Bearer {text}"}, HTTP_HOST="localhost")
+
+
+def list_pages(client: Client, *, collect: bool) -> Callable[[], int]:
+    """Every page in turn. With ``collect``, reference cycles are collected after each page,
+    so that the peak is what listing holds; without, it also holds the cycles each request
+    leaves (Django's bound form fields, querysets) until CPython's collector reaches them,
+    which its schedule bounds, not the list's length."""
+
+    def walk() -> int:
+        listed, page = 0, 1
+        while True:
+            response = client.get("/api/v1/dialogues", {"page": page, "per_page": PER_PAGE})
+            body = json.loads(response.content)
+            del response
+            if collect:
+                gc.collect()
+            listed += len(body["items"])
+            if not body["has_next"]:
+                return listed
+            page += 1
+
+    return walk
+
+
+def stream_export(client: Client) -> Callable[[], int]:
+    def walk() -> int:
+        response = client.get("/api/v1/dialogues/export.jsonl")
+        assert response.status_code == 200, response.content
+        lines = 0
+        for chunk in response.streaming_content:
+            lines += chunk.count(b"\n")
+        return lines
+
+    return walk
+
+
+def measure(function: Callable[[], int]) -> tuple[int, float, float]:
+    started = time.perf_counter()
+    count = function()
+    wall = time.perf_counter() - started
+    tracemalloc.start()
+    function()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return count, wall, peak / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000])
+    sizes = sorted(parser.parse_args().sizes)
+    databases = setup_databases(verbosity=0, interactive=False)
+    (throttle,) = api.throttle  # type: ignore[misc]
+    throttle.allow_request = lambda request: True  # hundreds of pages a minute, by design here
+    peaks: dict[tuple[str, int], float] = {}
+    try:
+        print(f"database: {connection.vendor} · {PER_PAGE} a page")
+        print(f"{'dialogues':>9} {'path':<22} {'wall s':>8} {'dialogues/s':>12} {'peak MiB':>9}")
+        for size in sizes:
+            populate(size)
+            client = researcher_client()
+            for name, function in (
+                ("api list, paged", list_pages(client, collect=True)),
+                ("api list, no gc", list_pages(client, collect=False)),
+                ("api export, streamed", stream_export(client)),
+                ("naive baseline", export_naive),
+            ):
+                count, wall, peak = measure(function)
+                assert count == size, (name, count, size)
+                peaks[name, size] = peak
+                print(f"{count:>9} {name:<22} {wall:>8.2f} {count / wall:>12.0f} {peak:>9.1f}")
+    finally:
+        teardown_databases(databases, verbosity=0)
+    small, large = sizes[0], sizes[-1]
+    names = ("api list, paged", "api list, no gc", "api export, streamed", "naive baseline")
+    for name in names:
+        key = name.replace(",", "").replace(" ", "_")
+        print(
+            f"{key}_peak_growth_{small}_to_{large}: {peaks[name, large] / peaks[name, small]:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
