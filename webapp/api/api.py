@@ -27,7 +27,7 @@ class DialabAPI(NinjaAPI):
         script's request to the login page."""
         urls = super()._get_urls()
         for pattern in urls:
-            pattern.callback.login_required = False
+            pattern.callback.login_required = False  # type: ignore[union-attr]
         return urls
 
 

@@ -137,7 +137,7 @@ def list_models(request: HttpRequest, include_retired: bool = False) -> list[dic
 
 
 @router.post("/models", response={201: ModelRegistered, 422: Refused}, summary="Register a model")
-def register_model(request: HttpRequest, model: ModelIn) -> Status[object]:
+def register_model(request: HttpRequest, model: ModelIn) -> Status[Any]:
     data = {**model.dict(), "generation_params": json.dumps(model.generation_params)}
     form = ModelSpecForm(data)
     if not form.is_valid():
@@ -161,7 +161,7 @@ def list_protocols(request: HttpRequest, include_retired: bool = False) -> list[
 
 
 @router.post("/protocols", response={201: ProtocolOut, 422: Refused}, summary="Create a protocol")
-def create_protocol(request: HttpRequest, protocol: ProtocolIn) -> Status[object]:
+def create_protocol(request: HttpRequest, protocol: ProtocolIn) -> Status[Any]:
     """Through the protocols page's form: the protocol's rules (``models_gpu.spec.protocol``)
     refused on their fields."""
     unknown = unknown_names(protocol.templates, TEMPLATE_NAMES, "template")

@@ -15,7 +15,7 @@ from webapp.api.common import Id, Refused
 from webapp.dialogues import exporting, selectors
 from webapp.dialogues.forms import DialogueFilterForm
 from webapp.dialogues.models import Dialogue
-from webapp.dialogues.pagination import transcript_page
+from webapp.dialogues.pagination import BoundedPaginator, transcript_page
 
 router = Router(tags=["dialogues"])
 MAX_PER_PAGE = 500
@@ -134,6 +134,7 @@ def list_dialogues(
         load=selectors.dialogue_rows,
     )
     paginator = shown.paginator
+    assert isinstance(paginator, BoundedPaginator)
     return DialoguePage(
         count=paginator.count,
         count_is_exact=paginator.count_is_exact,
@@ -159,7 +160,7 @@ class FilterRefused(Refused):
 )
 def export_dialogues(
     request: HttpRequest, filters: Query[DialogueFilter], include_private: bool = False
-) -> HttpResponse:
+) -> HttpResponse | StreamingHttpResponse:
     """The export page's JSONL (its records are described in ``webapp/dialogues/exporting.py``
     and the docs), streamed: memory stays flat whatever the number of dialogues. Unlike the
     list, a filter with a value the list would ignore is refused rather than widened to every

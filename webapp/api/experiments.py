@@ -253,19 +253,19 @@ def transfer_matrix(request: HttpRequest) -> TransferOut:
     return TransferOut(domains=matrix.domains, rows=rows)
 
 
-def _lic_summary(experiment: LostInConversation) -> dict[str, object]:
-    return {
-        "id": experiment.pk,
-        "name": str(experiment),
-        "created_at": experiment.created_at,
-        "runs": {condition: run.pk for condition, run in experiment.runs.items()},
-    }
+def _lic_summary(experiment: LostInConversation) -> LicSummary:
+    return LicSummary(
+        id=experiment.pk,
+        name=str(experiment),
+        created_at=experiment.created_at,
+        runs={condition: run.pk for condition, run in experiment.runs.items()},
+    )
 
 
 @router.get(
     "/lost-in-conversation", response=list[LicSummary], summary="Lost-in-Conversation experiments"
 )
-def list_lic(request: HttpRequest) -> list[dict[str, object]]:
+def list_lic(request: HttpRequest) -> list[LicSummary]:
     related = ("full_run", "concat_run", "sharded_run", "student")
     found = LostInConversation.objects.select_related(*related).order_by("-created_at")
     return [_lic_summary(experiment) for experiment in found]
@@ -300,7 +300,7 @@ def get_lic(request: HttpRequest, experiment_id: Id) -> LicOut:
         for first in metrics.premature
     ]
     return LicOut(
-        **_lic_summary(experiment),
+        **_lic_summary(experiment).dict(),
         conditions=conditions,
         drop=_gap(metrics.drop) if metrics.drop else None,
         relative_drop=metrics.relative_drop,

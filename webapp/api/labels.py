@@ -183,7 +183,7 @@ def list_items(
     response={200: ItemOut, 422: Refused},
     summary="Answer an item's questions, and submit it",
 )
-def answer_item(request: HttpRequest, item_id: Id, body: AnswersIn) -> Status[object]:
+def answer_item(request: HttpRequest, item_id: Id, body: AnswersIn) -> Status[Any]:
     """One refused answer refuses the request (nothing saved), its problem under
     ``answers.N``; a refused submission too, naming the unanswered questions."""
     item = _own_item(request, item_id)
@@ -219,7 +219,7 @@ def answer_item(request: HttpRequest, item_id: Id, body: AnswersIn) -> Status[ob
             try:
                 item = services.item_submit(assignment=item)
             except services.ItemIncomplete as refusal:
-                problems["submit"] = [refusal.message]
+                problems["submit"] = [str(refusal.message)]
         if problems:
             transaction.set_rollback(True)
             return refused("Nothing was saved.", problems)
@@ -229,7 +229,7 @@ def answer_item(request: HttpRequest, item_id: Id, body: AnswersIn) -> Status[ob
 
 
 @router.post("/items/{item_id}/skip", response={200: ItemOut, 422: Refused}, summary="Skip an item")
-def skip_item(request: HttpRequest, item_id: Id, body: SkipIn) -> Status[object]:
+def skip_item(request: HttpRequest, item_id: Id, body: SkipIn) -> Status[Any]:
     """As the page's Skip: a reason is required; a done item stays done."""
     item = _own_item(request, item_id)
     try:

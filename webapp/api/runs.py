@@ -123,7 +123,7 @@ def list_runs(
     response={201: RunOut, 422: Refused},
     summary="Launch an evaluation",
 )
-def launch_evaluation(request: HttpRequest, launch: EvaluationLaunch) -> Status[object]:
+def launch_evaluation(request: HttpRequest, launch: EvaluationLaunch) -> Status[Any]:
     """Through the launch page's form and service: the same checks (the protocol's roles, the
     models' parameters, the limits), refused field by field; queued, then played by a worker."""
     data = {key: "" if value is None else value for key, value in launch.dict().items()}
@@ -190,7 +190,7 @@ class TrainingSettings(Schema):
 
 def _launched(
     request: HttpRequest, form: Any, launch_form: Callable[[Any, User], Run]
-) -> Status[object]:
+) -> Status[Any]:
     """Launch a valid training form as its page does, or refuse with its problems (the form's,
     then the whole configuration's, each on the field it is about)."""
     if not form.is_valid():
@@ -233,7 +233,7 @@ def _with_form_default(setting: Any, form: Any) -> SettingOut:
     response={201: RunOut, 422: Refused},
     summary="Launch offline SML: fine-tune on selected dialogues",
 )
-def launch_training(request: HttpRequest, body: TrainingLaunch) -> Status[object]:
+def launch_training(request: HttpRequest, body: TrainingLaunch) -> Status[Any]:
     unknown = unknown_names(body.settings, (s.name for s in TRAINING_SETTINGS), "setting")
     if unknown:
         return refused("The run was not launched.", {"settings": unknown})
@@ -247,7 +247,7 @@ def launch_training(request: HttpRequest, body: TrainingLaunch) -> Status[object
     response={201: RunOut, 422: Refused},
     summary="Launch online SML: the model plays dialogues and learns from their rewards",
 )
-def launch_online_training(request: HttpRequest, body: OnlineTrainingLaunch) -> Status[object]:
+def launch_online_training(request: HttpRequest, body: OnlineTrainingLaunch) -> Status[Any]:
     """As the online launch page: the run, and its single-turn sibling when asked (the answer
     is the online run; ``GET /runs?kind=online`` lists both)."""
     known = (s.name for s in ONLINE_SETTINGS + ONLINE_TRAINING_SETTINGS)

@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
+from django.utils.datastructures import MultiValueDict
 from ninja import File, Form, Router, Schema, Status, UploadedFile
 
 from models_gpu.spec.generators import FAMILIES
@@ -177,7 +178,7 @@ def list_task_sets(
 
 
 @router.post("", response={201: TaskSetOut, 422: Refused}, summary="Create an empty task set")
-def create_task_set(request: HttpRequest, task_set: TaskSetIn) -> Status[object]:
+def create_task_set(request: HttpRequest, task_set: TaskSetIn) -> Status[Any]:
     form = TaskSetForm(task_set.dict())
     if not form.is_valid():
         return form_refused(form, "The task set was not created.")
@@ -207,7 +208,7 @@ def list_families(request: HttpRequest) -> list[FamilyOut]:
     response={202: ImportOut, 422: Refused},
     summary="Generate a task set procedurally (a worker makes it)",
 )
-def generate_task_set(request: HttpRequest, generation: GenerationIn) -> Status[object]:
+def generate_task_set(request: HttpRequest, generation: GenerationIn) -> Status[Any]:
     """Through the generate page's form: the same families, bounds and knob checks. The answer
     is the job; ``GET /task-sets/imports/{id}`` follows it to its task set."""
     family = FAMILIES.get(generation.family)
@@ -277,7 +278,7 @@ def import_task_set(
     mapping: Form[str] = "",
     verifier_kind: Form[str] = "",
     domain: Form[str] = "",
-) -> Status[object]:
+) -> Status[Any]:
     """The import page, in one request: a JSONL, JSON or CSV file, or Dialab's own JSONL
     (``file_format=dialab``, no mapping). ``mapping`` is a JSON object from task field to the
     file's key or column (``{"prompt": "question", "answer": "solution"}``); without it, the
@@ -286,7 +287,7 @@ def import_task_set(
     with their lines, and nothing is imported."""
     form = ImportStartForm(
         {"task_set_name": name, "source": TaskImport.Source.UPLOAD, "file_format": file_format},
-        {"file": file},
+        MultiValueDict({"file": [file]}),
     )
     if not form.is_valid():
         return form_refused(form, "Nothing was imported.")
@@ -353,7 +354,7 @@ def list_tasks(
     response={201: TasksAdded, 409: Refused, 422: Refused},
     summary="Add tasks at the end of a set, all or none",
 )
-def add_tasks(request: HttpRequest, task_set_id: Id, body: TasksIn) -> Status[object]:
+def add_tasks(request: HttpRequest, task_set_id: Id, body: TasksIn) -> Status[Any]:
     """Each task is checked as a line of Dialab's own JSONL import (its verifier can check its
     reference, its fields are within bounds); one bad task refuses them all, named by its place
     in the list (``task 3``). A set that runs used takes them in its next version (409 when a
