@@ -94,6 +94,7 @@ class TaskIn(Schema):
 class TaskOut(TaskIn):
     id: int
     position: int
+    verifier_kind: str
 
 
 class TasksIn(Schema):
