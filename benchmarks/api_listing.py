@@ -22,8 +22,6 @@ import gc
 import json
 import os
 import sys
-import time
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,7 +36,7 @@ django.setup()
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
-from export_dialogues import export_naive, populate  # noqa: E402
+from export_dialogues import export_naive, measure, populate  # noqa: E402
 
 from webapp.accounts.models import User  # noqa: E402
 from webapp.api import tokens  # noqa: E402
@@ -88,17 +86,6 @@ def stream_export(client: Client) -> Callable[[], int]:
         return lines
 
     return walk
-
-
-def measure(function: Callable[[], int]) -> tuple[int, float, float]:
-    started = time.perf_counter()
-    count = function()
-    wall = time.perf_counter() - started
-    tracemalloc.start()
-    function()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return count, wall, peak / 2**20
 
 
 def main() -> None:

@@ -3,7 +3,11 @@ three dialogues each, a researcher and an annotator with tokens, and a revoked t
 
 from __future__ import annotations
 
+import itertools
+import json
 from typing import Any
+
+from django.test import Client
 
 from tests.factories import TaskFactory, TaskSetFactory, UserFactory
 from tests.transcript_builders import attempt, feedback, make_run, store
@@ -47,3 +51,17 @@ def build_world() -> dict[str, Any]:
         "revoked": revoked_text,
         "anonymous": "",
     }
+
+
+_TOKEN_NAMES = (f"token {n}" for n in itertools.count())
+
+
+def token_client(user: Any) -> Client:
+    """A test client that sends a new API token of ``user``'s."""
+    text = tokens.issue_token(user=user, name=next(_TOKEN_NAMES))[1]
+    return Client(headers={"Authorization": f"Bearer {text}"})
+
+
+def post_json(client: Client, path: str, body: Any) -> Any:
+    """POST ``body`` as JSON to ``/api/v1`` + ``path``."""
+    return client.post(f"/api/v1{path}", json.dumps(body), content_type="application/json")

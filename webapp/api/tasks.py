@@ -228,14 +228,7 @@ def generate_task_set(request: HttpRequest, generation: GenerationIn) -> Status[
             for field, errors in form.errors.items()
         }
         return refused("Nothing was generated.", problems)
-    job = generation_create(
-        family=form.cleaned_data["family"],
-        count=form.cleaned_data["count"],
-        seed=form.cleaned_data["seed"],
-        knobs=form.knobs(),
-        task_set_name=form.task_set_name(),
-        created_by=request.user,  # type: ignore[arg-type]
-    )
+    job = generation_create(**form.job_fields(), created_by=request.user)  # type: ignore[arg-type]
     log_write(request, f"generate task set (job {job.pk})")
     return Status(202, _import_out(job))
 

@@ -57,6 +57,14 @@ class GenerationForm(forms.Form):
             if name.startswith("knob_")
         }
 
+    def job_fields(self) -> dict[str, Any]:
+        """The cleaned data as ``generation_create`` takes it."""
+        data = self.cleaned_data
+        return {
+            "family": data["family"], "count": data["count"], "seed": data["seed"],
+            "knobs": self.knobs(), "task_set_name": self.task_set_name(),
+        }  # fmt: skip
+
     def task_set_name(self) -> str:
         data = self.cleaned_data
         return (

@@ -274,14 +274,7 @@ def task_set_generate(request: HttpRequest) -> HttpResponse:
     """Generate a task set procedurally; changing the family (htmx) swaps in its settings."""
     form = GenerationForm(request.POST or None, initial=request.GET.dict())
     if request.method == "POST" and form.is_valid():
-        task_import = generation_create(
-            family=form.cleaned_data["family"],
-            count=form.cleaned_data["count"],
-            seed=form.cleaned_data["seed"],
-            knobs=form.knobs(),
-            task_set_name=form.task_set_name(),
-            created_by=_user(request),
-        )
+        task_import = generation_create(**form.job_fields(), created_by=_user(request))
         return redirect("task_import_detail", pk=task_import.pk)
     if request.htmx:
         return render(request, "tasks/task_set_generate.html#form", {"form": form})

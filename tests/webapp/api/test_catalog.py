@@ -3,13 +3,12 @@ and messages, retired out of the launch form's choices and restored."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 from django.test import Client
 
-from webapp.api import tokens
+from tests.api_world import post_json, token_client
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.forms import EvaluationRunForm
 from webapp.runs.models import Protocol
@@ -19,12 +18,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def api(researcher: Any) -> Client:
-    text = tokens.issue_token(user=researcher, name="t")[1]
-    return Client(headers={"Authorization": f"Bearer {text}"})
-
-
-def post_json(api: Client, path: str, body: Any) -> Any:
-    return api.post(f"/api/v1{path}", json.dumps(body), content_type="application/json")
+    return token_client(researcher)
 
 
 def test_a_model_is_registered_retired_and_restored(api: Client, tmp_path: Any) -> None:

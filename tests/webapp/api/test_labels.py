@@ -5,32 +5,17 @@ labels given."""
 
 from __future__ import annotations
 
-import itertools
-import json
 from typing import Any
 
 import pytest
-from django.test import Client
 
+from tests.api_world import post_json, token_client
 from tests.factories import TaskFactory, TaskSetFactory, UserFactory
 from tests.transcript_builders import attempt, feedback, make_run, store
 from webapp.annotations import services
 from webapp.annotations.models import Annotation, LabelSchema, QueueAssignment
-from webapp.api import tokens
 
 pytestmark = pytest.mark.django_db
-
-
-TOKEN_NAMES = (f"token {n}" for n in itertools.count())
-
-
-def client_for(user: Any) -> Client:
-    text = tokens.issue_token(user=user, name=next(TOKEN_NAMES))[1]
-    return Client(headers={"Authorization": f"Bearer {text}"})
-
-
-def post_json(api: Client, path: str, body: Any) -> Any:
-    return api.post(f"/api/v1{path}", json.dumps(body), content_type="application/json")
 
 
 @pytest.fixture
@@ -59,7 +44,7 @@ COMPLETE = [
 def test_an_annotator_answers_and_submits_her_item(
     queue: Any, annotator: Any, researcher: Any
 ) -> None:
-    api = client_for(annotator)
+    api = token_client(annotator)
     (listed,) = api.get("/api/v1/labels/queues").json()
     assert listed["id"] == queue.pk and listed["my_total"] == 1
     assert [q["key"] for q in listed["questions"]][:2] == ["helpfulness", "correct"]
@@ -75,7 +60,7 @@ def test_an_annotator_answers_and_submits_her_item(
     })  # fmt: skip
     assert done.status_code == 200, done.content
     assert done.json()["status"] == "done"
-    labels = client_for(researcher).get("/api/v1/labels", {"queue": queue.pk}).json()
+    labels = token_client(researcher).get("/api/v1/labels", {"queue": queue.pk}).json()
     given = {(label["question"], label["turn"]): label["value"] for label in labels}
     assert given == {
         ("helpfulness", 1): 4, ("correct", 1): True, ("reveals_answer", 1): False,
@@ -87,7 +72,7 @@ def test_an_annotator_answers_and_submits_her_item(
 
 
 def test_answers_the_page_would_refuse_are_refused_all_together(queue: Any, annotator: Any) -> None:
-    api = client_for(annotator)
+    api = token_client(annotator)
     item = QueueAssignment.objects.get()
     refused = post_json(api, f"/labels/items/{item.pk}/answers", {"answers": [
         {"question": "helpfulness", "turn": 1, "value": 9},
@@ -109,18 +94,18 @@ def test_answers_the_page_would_refuse_are_refused_all_together(queue: Any, anno
 
 def test_nobody_answers_somebody_elses_item(queue: Any, researcher: Any) -> None:
     item = QueueAssignment.objects.get()
-    other = client_for(UserFactory(role="annotator"))
+    other = token_client(UserFactory(role="annotator"))
     assert other.get("/api/v1/labels/queues").json() == []
     assert other.get(f"/api/v1/labels/queues/{queue.pk}/items").status_code == 404
     answer = post_json(other, f"/labels/items/{item.pk}/answers", {"answers": COMPLETE})
     assert answer.status_code == 404
-    by_researcher = post_json(client_for(researcher), f"/labels/items/{item.pk}/answers", {})
+    by_researcher = post_json(token_client(researcher), f"/labels/items/{item.pk}/answers", {})
     assert by_researcher.status_code == 404  # a researcher does not answer an annotator's item
-    assert client_for(researcher).get(f"/api/v1/labels/queues/{queue.pk}/items").json() == []
+    assert token_client(researcher).get(f"/api/v1/labels/queues/{queue.pk}/items").json() == []
 
 
 def test_an_item_is_skipped_with_a_reason(queue: Any, annotator: Any) -> None:
-    api = client_for(annotator)
+    api = token_client(annotator)
     item = QueueAssignment.objects.get()
     assert post_json(api, f"/labels/items/{item.pk}/skip", {"reason": " "}).status_code == 422
     skipped = post_json(api, f"/labels/items/{item.pk}/skip", {"reason": "Not English."})

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from tests.api_world import post_json, token_client
 from tests.factories import TaskFactory, TaskSetFactory
 from tests.transcript_builders import make_run
-from webapp.api import tokens
 from webapp.tasks.models import Task, TaskImport, TaskSet
 
 pytestmark = pytest.mark.django_db
@@ -21,12 +21,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def api(researcher: Any) -> Client:
-    text = tokens.issue_token(user=researcher, name="t")[1]
-    return Client(headers={"Authorization": f"Bearer {text}"})
-
-
-def post_json(api: Client, path: str, body: Any) -> Any:
-    return api.post(f"/api/v1{path}", json.dumps(body), content_type="application/json")
+    return token_client(researcher)
 
 
 def numeric(prompt: str, answer: str) -> dict[str, Any]:
@@ -145,8 +140,7 @@ def test_a_set_is_generated_by_the_generate_pages_rules(
 
 
 def test_only_researchers_may(annotator: Any) -> None:
-    text = tokens.issue_token(user=annotator, name="t")[1]
-    client = Client(headers={"Authorization": f"Bearer {text}"})
+    client = token_client(annotator)
     task_set = TaskSetFactory()
     assert client.get("/api/v1/task-sets").status_code == 403
     assert client.get(f"/api/v1/task-sets/{task_set.pk}/tasks").status_code == 403

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from tests.api_world import token_client
 from tests.factories import StudentFactory, TaskFactory, TaskSetFactory
 from tests.transcript_builders import attempt, store
 from tests.webapp.experiments.builders import base_and_trained_seeds, base_and_two_trained_models
-from webapp.api import tokens
 from webapp.experiments.comparison import compare
 from webapp.experiments.lic import lic_metrics
 from webapp.experiments.services import lic_experiment_create
@@ -22,8 +22,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def api(researcher: Any) -> Client:
-    text = tokens.issue_token(user=researcher, name="t")[1]
-    return Client(headers={"Authorization": f"Bearer {text}"})
+    return token_client(researcher)
 
 
 def test_a_comparison_is_the_compare_pages(api: Client) -> None:

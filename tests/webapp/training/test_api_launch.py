@@ -3,7 +3,6 @@ configuration as a launch from the page, and refusals named by field."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -11,8 +10,8 @@ from django.test import Client
 from django.urls import reverse
 
 from models_gpu.spec.training_run import TrainingRunConfig
+from tests.api_world import post_json, token_client
 from tests.webapp.training.launch_form import form_data
-from webapp.api import tokens
 from webapp.runs.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -20,12 +19,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def api(researcher: Any) -> Client:
-    text = tokens.issue_token(user=researcher, name="t")[1]
-    return Client(headers={"Authorization": f"Bearer {text}"})
-
-
-def post_json(api: Client, path: str, body: Any) -> Any:
-    return api.post(f"/api/v1{path}", json.dumps(body), content_type="application/json")
+    return token_client(researcher)
 
 
 def held_out(world: dict[str, Any]) -> dict[str, Any]:
