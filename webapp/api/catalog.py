@@ -8,6 +8,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
@@ -142,7 +143,11 @@ def register_model(request: HttpRequest, model: ModelIn) -> Status[Any]:
     form = ModelSpecForm(data)
     if not form.is_valid():
         return form_refused(form, "The model was not registered.")
-    created = models.model_spec_create(**form.model_fields())
+    try:
+        created = models.model_spec_create(**form.model_fields())
+    except ValidationError as error:  # the form checks the same first; as the page does
+        form.add_error(None, error)
+        return form_refused(form, "The model was not registered.")
     log_write(request, f"register model {created.pk}")
     return Status(201, {**_model_out(created), "warnings": form.warnings})
 
