@@ -39,7 +39,7 @@ from webapp.tasks.imports import preview
 from webapp.tasks.imports import services as imports
 from webapp.tasks.imports.errors import TaskImportError
 from webapp.tasks.imports.forms import ImportStartForm, MappingForm
-from webapp.tasks.imports.mapping import build_dialab_task
+from webapp.tasks.imports.mapping import MAPPABLE_FIELDS, build_dialab_task
 from webapp.tasks.models import Task, TaskImport, TaskSet
 
 router = Router(tags=["task sets"], auth=RESEARCHERS)
@@ -246,6 +246,9 @@ def _mapping_form(
             raise TaskImportError(f"the mapping is not valid JSON: {error.msg}") from None
         if not isinstance(columns, dict):
             raise TaskImportError('the mapping is a JSON object: {"prompt": "question", ...}')
+        unknown = unknown_names(columns, MAPPABLE_FIELDS, "task field")
+        if unknown:
+            raise TaskImportError(f"the mapping names a field a task does not have. {unknown[0]}")
         data = {f"map_{name}": column for name, column in columns.items()}
         data |= {"default_verifier_kind": verifier_kind, "default_domain": domain}
     else:

@@ -117,6 +117,11 @@ def test_a_file_the_mapping_cannot_read_is_refused_naming_the_line(
     with upload.open("rb") as file:
         unmapped = api.post("/api/v1/task-sets/import", {"file": file, "name": "Bad"})
     assert unmapped.status_code == 422  # the page's guess finds no prompt: it says so
+    with upload.open("rb") as file:
+        typo = api.post("/api/v1/task-sets/import", {
+            "file": file, "name": "Bad", "mapping": json.dumps({"prompt": "q", "answr": "a"}),
+        })  # fmt: skip
+    assert "No task field answr" in typo.json()["problems"]["file"][0]
     assert not TaskImport.objects.exists() and not TaskSet.objects.exists()
 
 
