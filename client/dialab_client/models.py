@@ -253,10 +253,14 @@ class Figures:
         }
 
     def to_pandas(self) -> Any:
-        """A long DataFrame, one row per number, with a ``run`` column (needs pandas)."""
+        """A long DataFrame, one row per number, with a ``run`` column (needs pandas); ``k``,
+        ``successes`` and ``n`` are whole numbers, empty where a row has none."""
         import pandas as pd
 
-        return pd.DataFrame([row.__dict__ for row in self.rows])
+        table = pd.DataFrame([row.__dict__ for row in self.rows])
+        for column in ("k", "successes", "n"):
+            table[column] = table[column].astype("Int64")
+        return table
 
 
 @dataclass(frozen=True)

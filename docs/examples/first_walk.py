@@ -81,6 +81,7 @@ def first_walk(
         for run_id in didactic_runs
         for row in lab.dialogues.iter(f"run={run_id}&outcome=unsolved")
     ]
+    print(f"{len(unsolved)} dialogues stayed unsolved under the didactic protocol")
     if unsolved:
         dialogue = lab.dialogues.get(unsolved[0].id)
         for turn in dialogue.turns:

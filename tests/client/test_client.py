@@ -48,6 +48,7 @@ def test_figures_come_as_the_run_page_computes_them(world: dict[str, Any]) -> No
     assert set(table["run"]) == {first, second}
     after = table[(table.metric == "accuracy_after_turn") & (table.run == second)]
     assert list(after["successes"])[:2] == [0, 3] and set(after["n"]) == {3}
+    assert list(after["k"])[:2] == [1, 2] and str(table["k"].dtype) == "Int64"
     assert (after["low"] <= after["value"]).all() and (after["value"] <= after["high"]).all()
 
 
