@@ -123,7 +123,7 @@ def parser() -> argparse.ArgumentParser:
     runs = kinds.add_parser("runs", help="List runs, wait for them, read their figures.")
     actions = runs.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="Runs, newest first, one a line.")
-    listing.add_argument("--kind", choices=["eval", "sft", "online"])
+    listing.add_argument("--kind", choices=["eval", "train", "generate"])
     listing.add_argument("--status")
     launch = actions.add_parser("launch", help="Queue an evaluation; prints its id.")
     for role in ("task-set", "protocol", "student"):

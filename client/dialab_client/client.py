@@ -97,7 +97,7 @@ class Runs:
         self.lab = lab
 
     def list(self, *, kind: str | None = None, status: str | None = None) -> builtins.list[Run]:
-        """Every run (newest first), of one ``kind`` (eval, sft, online) or ``status``."""
+        """Every run (newest first), of one ``kind`` (eval, train, generate) or ``status``."""
         params = {name: value for name, value in (("kind", kind), ("status", status)) if value}
         return [Run.parse(run) for run in self.lab.pages("/runs", params)]
 
@@ -175,7 +175,7 @@ class Runs:
     ) -> Run:
         """Launch online SML: ``base_model`` plays ``task_set`` under ``protocol`` and learns
         from its rewards (with ``single_turn_baseline``, a sibling single-turn RL run on the
-        same budget; ``runs.list(kind="online")`` shows both)."""
+        same budget; ``runs.list(kind="train")`` lists both)."""
         body = {
             "base_model": base_model, "task_set": task_set, "protocol": protocol,
             "teacher": teacher, "eval_task_set": eval_task_set, "eval_protocol": eval_protocol,

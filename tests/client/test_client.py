@@ -102,6 +102,8 @@ def test_the_cli_lists_waits_and_prints_figures(world: dict[str, Any], capsys: A
     second = str(world["second"].pk)
     assert cli([*auth, "runs", "list"]) == 0
     assert "second" in capsys.readouterr().out
+    assert cli([*auth, "runs", "list", "--kind", "train"]) == 0
+    assert capsys.readouterr().out == ""  # no training run in this world
     assert cli([*auth, "runs", "wait", second, "--quiet"]) == 0
     capsys.readouterr()
     assert cli([*auth, "runs", "figures", second, "--csv"]) == 0

@@ -31,8 +31,8 @@ from webapp.metrics.export import metric_rows
 from webapp.runs import selectors, services
 from webapp.runs.forms import EvaluationRunForm
 from webapp.runs.models import Run
-from webapp.training import launch
 from webapp.training.forms import ONLINE_TRAINING_SETTINGS, OnlineTrainingForm, TrainingForm
+from webapp.training.launch import online_training_launch, training_launch
 
 router = Router(tags=["runs"], auth=RESEARCHERS)
 
@@ -239,7 +239,7 @@ def launch_training(request: HttpRequest, body: TrainingLaunch) -> Status[Any]:
         return refused("The run was not launched.", {"settings": unknown})
     reader: User = request.user  # type: ignore[assignment]
     form = TrainingForm(filled_in(TrainingForm(reader=reader), _values(body)), reader=reader)
-    return _launched(request, form, launch.training_launch)
+    return _launched(request, form, training_launch)
 
 
 @router.post(
@@ -249,7 +249,7 @@ def launch_training(request: HttpRequest, body: TrainingLaunch) -> Status[Any]:
 )
 def launch_online_training(request: HttpRequest, body: OnlineTrainingLaunch) -> Status[Any]:
     """As the online launch page: the run, and its single-turn sibling when asked (the answer
-    is the online run; ``GET /runs?kind=online`` lists both)."""
+    is the online run; ``GET /runs?kind=train`` lists both)."""
     known = (s.name for s in ONLINE_SETTINGS + ONLINE_TRAINING_SETTINGS)
     unknown = unknown_names(body.settings, known, "setting")
     if unknown:
@@ -257,7 +257,7 @@ def launch_online_training(request: HttpRequest, body: OnlineTrainingLaunch) -> 
     reader: User = request.user  # type: ignore[assignment]
     blank = OnlineTrainingForm(reader=reader)
     form = OnlineTrainingForm(filled_in(blank, _values(body)), reader=reader)
-    return _launched(request, form, launch.online_training_launch)
+    return _launched(request, form, online_training_launch)
 
 
 def _values(body: HeldOut) -> dict[str, Any]:
