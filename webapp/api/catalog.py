@@ -95,14 +95,14 @@ class ProtocolIn(Schema):
     defaults, templates left out the default templates (``GET /protocols`` shows them)."""
 
     name: str
-    mode: str = "didactic"
-    max_turns: int = 5
-    teacher_sees_reference: bool = True
-    teacher_sees_verifier_details: bool = True
+    mode: str | None = None
+    max_turns: int | None = None
+    teacher_sees_reference: bool | None = None
+    teacher_sees_verifier_details: bool | None = None
     self_correction: str | None = None
-    regenerate_leaks: int = 0
-    judge_turn_kinds: bool = False
-    judge_leaks: bool = False
+    regenerate_leaks: int | None = None
+    judge_turn_kinds: bool | None = None
+    judge_leaks: bool | None = None
     templates: dict[str, str] = {}
 
 

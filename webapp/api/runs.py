@@ -150,8 +150,8 @@ class HeldOut(Schema):
     eval_task_set: Id
     eval_protocol: Id
     eval_teacher: Id | None = None
-    eval_samples: int = 1
-    evaluate_trained_tasks: bool = False
+    eval_samples: int | None = None
+    evaluate_trained_tasks: bool | None = None
     settings: dict[str, Any] = {}
 
 
@@ -174,7 +174,7 @@ class OnlineTrainingLaunch(HeldOut):
     task_set: Id
     protocol: Id
     teacher: Id | None = None
-    single_turn_baseline: bool = True
+    single_turn_baseline: bool | None = None
     priming_selection: str = ""
     priming_method: str | None = None
     priming_epochs: int | None = None

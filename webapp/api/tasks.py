@@ -27,6 +27,7 @@ from webapp.api.common import (
     Refused,
     SettingOut,
     bounded,
+    filled_in,
     form_refused,
     refused,
     setting_out,
@@ -114,8 +115,8 @@ class GenerationIn(Schema):
     the family's knobs (those left out take their defaults)."""
 
     family: str
-    count: int = 100
-    seed: int = 0
+    count: int | None = None
+    seed: int | None = None
     name: str = ""
     knobs: dict[str, Any] = {}
 
@@ -217,11 +218,9 @@ def generate_task_set(request: HttpRequest, generation: GenerationIn) -> Status[
         unknown = unknown_names(generation.knobs, (k.name for k in family.knobs), "knob")
         if unknown:
             return refused("Nothing was generated.", {"knobs": unknown})
-    knobs = {knob.name: knob.default for knob in family.knobs} if family else {}
-    knobs |= generation.knobs
-    data = generation.dict(exclude={"knobs"})
-    data |= {f"knob_{name}": value for name, value in knobs.items()}
-    form = GenerationForm(data)
+    knobs = {f"knob_{name}": value for name, value in generation.knobs.items()}
+    blank = GenerationForm(initial={"family": generation.family})
+    form = GenerationForm(filled_in(blank, generation.dict(exclude={"knobs"}) | knobs))
     if not form.is_valid():
         problems = {
             field.replace("knob_", "knobs.", 1): [str(message) for message in errors]
