@@ -50,3 +50,12 @@ def test_a_pages_help_link_opens_its_documentation(page) -> None:  # type: ignor
     anchor = href.partition("#")[2]
     if anchor:
         assert docs.locator(f"[id='{anchor}']").count() == 1, f"no heading #{anchor} on {href}"
+
+
+def test_the_api_guide_shows_its_worked_example_itself() -> None:
+    """The guide includes docs/examples/first_walk.py when the site is built (a snippet): the
+    built page holds the file's code, not the include line (ruff once rewrote that line, which
+    left the guide showing it instead of the example)."""
+    page = Path(settings.DIALAB_DOCS_DIR) / "how-to" / "use-the-api" / "index.html"
+    html = page.read_text()
+    assert 'class="nf">first_walk</span>' in html and "--8&lt;--" not in html
