@@ -5,7 +5,7 @@
         .venv/bin/python benchmarks/export_dialogues.py --sizes 2000 20000
 
 Into a throwaway database the script creates and drops, it stores N dialogues of 6 turns with a
-turn label and a dialogue label each, then writes the JSONL export (webapp.dialogues.exporting,
+turn label and a dialogue label each, then writes the JSONL export (webapp.transcripts.exporting,
 the code path of the download and the command) to /dev/null, and the Hugging Face dataset to a
 temporary folder. The baseline, measured in the same run, is the naive export: every dialogue
 with its turns and labels loaded at once (``list(...prefetch_related(...))``), then written.
@@ -38,11 +38,11 @@ from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from webapp.accounts.models import User  # noqa: E402
 from webapp.annotations.models import Annotation, LabelQuestion, LabelSchema  # noqa: E402
 from webapp.dialogues import exporting  # noqa: E402
-from webapp.dialogues.filters import DialogueFilters  # noqa: E402
 from webapp.dialogues.models import Dialogue, Turn  # noqa: E402
 from webapp.models_registry.models import ModelSpec  # noqa: E402
 from webapp.runs.models import Protocol, Run  # noqa: E402
 from webapp.tasks.models import Task, TaskSet  # noqa: E402
+from webapp.transcripts.filters import DialogueFilters  # noqa: E402
 
 TURNS = 6
 

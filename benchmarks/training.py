@@ -672,8 +672,8 @@ def store_dialogues(run_id: int, start: int, stop: int) -> int:
     """Store dialogues ``start`` .. ``stop - 1`` of the run (``dialogues_store``, the worker's
     bulk insert, ``INSERT_BATCH`` at a time); returns the turns stored."""
     from models_gpu.spec.results import DialogueRow
-    from webapp.dialogues.services import dialogues_store
     from webapp.runs.models import Run
+    from webapp.runs.services import dialogues_store
 
     task_ids = list(
         Run.objects.get(pk=run_id).task_set.tasks.order_by("position").values_list("pk", flat=True)
@@ -722,10 +722,10 @@ def child_snapshot(options: dict[str, str]) -> dict[str, Any]:
     from itertools import islice
 
     from webapp.accounts.models import User
-    from webapp.dialogues.filters import DialogueFilters
     from webapp.training import services
     from webapp.training.selectors import selected_dialogues
     from webapp.training.selectors import training_dialogues as stored_dialogues
+    from webapp.transcripts.filters import DialogueFilters
 
     reader = User.objects.get(username=options["reader"])
     chosen = selected_dialogues(filters=DialogueFilters(run_id=int(options["run"])), reader=reader)

@@ -19,10 +19,9 @@ from models_gpu.spec.training_run import READABLE_SCHEMAS, DatasetRef, TrainingR
 from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, TeacherFactory, frozen_run
 from tests.transcript_builders import attempt, feedback
 from webapp.dialogues.models import Dialogue
-from webapp.dialogues.services import dialogues_store
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
-from webapp.runs.services import evaluation_config, role_spec
+from webapp.runs.services import dialogues_store, evaluation_config, role_spec
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from typing import Any
 
 from models_gpu.spec.results import DialogueRow
 from tests.factories import ProtocolFactory, StudentFactory, frozen_run
-from webapp.dialogues.services import dialogues_store
 from webapp.runs.models import Protocol, Run
+from webapp.runs.services import dialogues_store
 
 
 def turn(role: str, kind: str, text: str, **fields: Any) -> dict[str, Any]:

@@ -88,6 +88,8 @@ INSTALLED_APPS = [
     "webapp.runs",
     "webapp.dialogues",
     "webapp.annotations",
+    "webapp.transcripts",
+    "webapp.labelling",
     "webapp.training",
     "webapp.experiments",
     "webapp.people",

@@ -37,9 +37,9 @@ from models_gpu.spec.reports import (
 from models_gpu.spec.results import DialogueRow
 from models_gpu.spec.training_run import NOTHING_TO_TRAIN, DatasetRef, TrainingRunConfig
 from models_gpu.training.launch import OnlineTrainingJob, TrainingJob, job_to_json, task_to_json
-from webapp.dialogues.services import dialogues_store
 from webapp.runs import services as runs
 from webapp.runs.models import Run
+from webapp.runs.services import dialogues_store
 from webapp.training import services
 from webapp.training.selectors import preview_selection, training_run_to_play
 from workers.claimed import CancelWatch, execute_claimed

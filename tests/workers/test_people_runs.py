@@ -162,8 +162,8 @@ def test_dialogues_taught_by_a_person_are_selected_by_the_teacher_filter() -> No
     from django.http import QueryDict
 
     from tests.factories import TeacherFactory
-    from webapp.dialogues.forms import DialogueFilterForm
-    from webapp.dialogues.selectors import dialogue_list
+    from webapp.transcripts.forms import DialogueFilterForm
+    from webapp.transcripts.selectors import dialogue_list
 
     taught = person_taught_run(tasks=2)
     execute_evaluation(taught.pk, worker="w", background_heartbeat=False)

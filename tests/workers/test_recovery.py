@@ -17,10 +17,10 @@ from models_gpu.spec.results import DialogueRow
 from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TeacherFactory
 from webapp.core.heartbeat import stale_after
 from webapp.dialogues.models import Dialogue
-from webapp.dialogues.services import dialogues_store
 from webapp.models_registry.models import ModelSpec
 from webapp.runs import services
 from webapp.runs.models import Protocol, Run
+from webapp.runs.services import dialogues_store
 from webapp.tasks.models import Task
 from workers.evaluation import execute_evaluation, pending_jobs
 

@@ -12,10 +12,10 @@ from ninja import Query, Router, Schema
 
 from webapp.api.auth import RESEARCHERS
 from webapp.api.common import Id, Refused
-from webapp.dialogues import exporting, selectors
-from webapp.dialogues.forms import DialogueFilterForm
 from webapp.dialogues.models import Dialogue
-from webapp.dialogues.pagination import BoundedPaginator, transcript_page
+from webapp.transcripts import exporting, selectors
+from webapp.transcripts.forms import DialogueFilterForm
+from webapp.transcripts.pagination import BoundedPaginator, transcript_page
 
 router = Router(tags=["dialogues"])
 MAX_PER_PAGE = 500
@@ -161,7 +161,7 @@ class FilterRefused(Refused):
 def export_dialogues(
     request: HttpRequest, filters: Query[DialogueFilter], include_private: bool = False
 ) -> HttpResponse | StreamingHttpResponse:
-    """The export page's JSONL (its records are described in ``webapp/dialogues/exporting.py``
+    """The export page's JSONL (its records are described in ``webapp/transcripts/exporting.py``
     and the docs), streamed: memory stays flat whatever the number of dialogues. Unlike the
     list, a filter with a value the list would ignore is refused rather than widened to every
     transcript."""

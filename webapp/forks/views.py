@@ -20,8 +20,6 @@ from models_gpu.spec.run import RunConfigError
 from webapp.accounts.models import User
 from webapp.core.permissions import researcher_required
 from webapp.dialogues import search
-from webapp.dialogues import selectors as dialogue_selectors
-from webapp.dialogues.forms import DialogueFilterForm
 from webapp.dialogues.models import Dialogue
 from webapp.forks import selectors, services
 from webapp.forks.comparison import counterfactual_comparison
@@ -29,6 +27,8 @@ from webapp.forks.forms import CounterfactualForm, ForkForm
 from webapp.runs import selectors as run_selectors
 from webapp.runs.models import Protocol, Run
 from webapp.runs.services import protocol_spec
+from webapp.transcripts import selectors as dialogue_selectors
+from webapp.transcripts.forms import DialogueFilterForm
 
 
 def _user(request: HttpRequest) -> User:

@@ -23,9 +23,8 @@ from models_gpu.spec.reports import Accounting
 from models_gpu.spec.results import DialogueRow, ParkedRow, TurnRow
 from webapp.accounts.models import User
 from webapp.dialogues.models import Dialogue, PendingTurn
-from webapp.dialogues.services import dialogues_store
 from webapp.runs.models import Run
-from webapp.runs.services import run_finish, run_wait, run_wake
+from webapp.runs.services import dialogues_store, run_finish, run_wait, run_wake
 
 Key = tuple[int, int]  # (task id, sample index): one dialogue of a run
 

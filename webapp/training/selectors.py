@@ -18,13 +18,14 @@ from models_gpu.spec.templates import render_for_dialogue
 from models_gpu.spec.training import TrainingConfig, TrainingDialogue
 from models_gpu.spec.training_run import NOTHING_TO_TRAIN, TrainingRunConfig
 from webapp.accounts.models import User
-from webapp.dialogues import search, selectors
-from webapp.dialogues.filters import DialogueFilters
-from webapp.dialogues.forms import DialogueFilterForm
+from webapp.dialogues import search
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
 from webapp.training.models import TrainingPreview
+from webapp.transcripts import selectors
+from webapp.transcripts.filters import DialogueFilters
+from webapp.transcripts.forms import DialogueFilterForm
 
 # Dialogues read per query while a snapshot is written: memory stays flat however many match.
 CHUNK = 500

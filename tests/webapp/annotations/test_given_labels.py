@@ -25,10 +25,10 @@ from webapp.annotations.models import (
     QueueAssignment,
 )
 from webapp.annotations.selectors import assignment_for, given_labels, labelling_stops
-from webapp.dialogues import exporting
-from webapp.dialogues import selectors as dialogue_selectors
-from webapp.dialogues.forms import DialogueFilterForm
 from webapp.dialogues.models import Dialogue, Turn
+from webapp.transcripts import exporting
+from webapp.transcripts import selectors as dialogue_selectors
+from webapp.transcripts.forms import DialogueFilterForm
 
 pytestmark = pytest.mark.django_db
 

@@ -201,7 +201,7 @@ def test_requests_past_the_rate_are_refused_until_it_allows_more(
 def test_the_export_streams_the_export_pages_records_and_refuses_a_bad_filter(
     world: dict[str, Any],
 ) -> None:
-    from webapp.dialogues import exporting
+    from webapp.transcripts import exporting
 
     second = world["second"]
     response = call(world, "researcher", "get", "/dialogues/export.jsonl", run=second.pk)

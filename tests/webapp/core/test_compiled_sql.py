@@ -10,8 +10,8 @@ from django.db.models.functions import Left
 from tests.factories import TaskFactory, TaskSetFactory, UserFactory
 from tests.transcript_builders import attempt, feedback, make_run, store
 from webapp.core.compiled_sql import READER_MARKER, ROW_MARKER, bind
-from webapp.dialogues import selectors
 from webapp.dialogues.models import Dialogue
+from webapp.transcripts import selectors
 
 pytestmark = pytest.mark.django_db
 

@@ -15,9 +15,9 @@ from tests.transcript_builders import attempt, feedback
 from tests.webapp.forks.builders import stored
 from webapp.annotations import services
 from webapp.annotations.models import Annotation, LabelSchema, QueueAssignment
-from webapp.dialogues import exporting
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.numbering import MessageRef
+from webapp.transcripts import exporting
 
 pytestmark = pytest.mark.django_db
 

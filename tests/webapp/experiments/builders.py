@@ -12,9 +12,8 @@ from models_gpu.spec.training import TrainingConfig
 from models_gpu.spec.training_run import DatasetRef, TrainingRunConfig
 from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TaskSetFactory, frozen_run
 from tests.transcript_builders import attempt, feedback
-from webapp.dialogues.services import dialogues_store
 from webapp.runs.models import Run
-from webapp.runs.services import evaluation_config, role_spec
+from webapp.runs.services import dialogues_store, evaluation_config, role_spec
 from webapp.training.models import DatasetSnapshot
 
 MAX_TURNS = 3

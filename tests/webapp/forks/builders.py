@@ -6,8 +6,8 @@ from typing import Any
 
 from models_gpu.spec.results import DialogueRow
 from webapp.dialogues.models import Dialogue
-from webapp.dialogues.services import dialogues_store
 from webapp.runs.models import Run
+from webapp.runs.services import dialogues_store
 
 
 def stored(

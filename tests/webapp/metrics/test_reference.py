@@ -32,7 +32,6 @@ from hypothesis.extra.django import TestCase
 from models_gpu.spec.results import DialogueRow
 from models_gpu.spec.run import RunConfig
 from tests.factories import ProtocolFactory, TaskFactory, TaskSetFactory, frozen_run
-from webapp.dialogues.services import dialogues_store
 from webapp.metrics.agreement import cohen_kappa, krippendorff_alpha
 from webapp.metrics.comparison import TaskOutcomes, compare_outcomes
 from webapp.metrics.figures import pass_at_k
@@ -40,6 +39,7 @@ from webapp.metrics.partial import BatchInPlay
 from webapp.metrics.stats import newcombe_difference, wilson_interval
 from webapp.runs import selectors
 from webapp.runs.models import Run
+from webapp.runs.services import dialogues_store
 
 # --- The reference: plain lists, the definitions as docs/reference/metrics.md states them ---
 
