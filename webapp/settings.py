@@ -12,6 +12,7 @@ import re
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import jinja2
 from csp.constants import NONE, SELF
@@ -299,7 +300,7 @@ CELERY_TASK_IGNORE_RESULT = True
 # with a person in it is interactive), the route below is only a fallback.
 CELERY_TASK_DEFAULT_QUEUE = queues.INTERACTIVE
 # Declared so that workers, purges and inspection know every queue by name.
-CELERY_TASK_QUEUES = {queue.name: {} for queue in queues.QUEUES}
+CELERY_TASK_QUEUES: dict[str, dict[str, Any]] = {queue.name: {} for queue in queues.QUEUES}
 CELERY_TASK_ROUTES = {
     "workers.tasks.run_evaluation": {"queue": queues.BATCH},
     "workers.tasks.run_training": {"queue": queues.BATCH},

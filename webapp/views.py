@@ -16,6 +16,7 @@ from django.templatetags.static import static
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from webapp.accounts.requests import SignedInRequest
 from webapp.core.durations import duration
 from webapp.core.permissions import researcher_required
 from webapp.demo.services import (
@@ -144,8 +145,8 @@ def _house_build_fragment(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def home(request: HttpRequest) -> HttpResponse:
-    if not getattr(request.user, "is_researcher", False):
+def home(request: SignedInRequest) -> HttpResponse:
+    if not request.user.is_researcher:
         return redirect("queue_list")  # an annotator's work starts from their queues
     if request.htmx and request.htmx.target == HOUSE_BUILD_TARGET:
         return _house_build_fragment(request)
@@ -171,15 +172,15 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 @require_POST
-def demo_miniature(request: HttpRequest) -> HttpResponse:
+def demo_miniature(request: SignedInRequest) -> HttpResponse:
     """The home page's miniature button: launch the miniature's online run (once, or again
     after it failed or was cancelled) and open it."""
-    run = demo_miniature_launch(user=request.user)  # type: ignore[arg-type]
+    run = demo_miniature_launch(user=request.user)
     return redirect("training_run_detail", pk=run.pk)
 
 
 @researcher_required
-def demo_miniature_figure(request: HttpRequest) -> HttpResponse:
+def demo_miniature_figure(request: HttpRequest) -> FileResponse:
     """The figure of the latest ``sml_miniature`` report (drawn by Dialab, no script in it)."""
     figure = miniature_latest_figure()
     if figure is None:

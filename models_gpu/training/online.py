@@ -327,7 +327,7 @@ def train_online(
     )
     if session.finished is not None:
         return session.finished
-    from datasets import Dataset  # type: ignore[import-untyped]
+    from datasets import Dataset
 
     tokenizer = session.start()
     model = session.load_model()

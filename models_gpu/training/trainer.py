@@ -362,7 +362,7 @@ def _dataset(
     write_question: QuestionWriter | None,
 ) -> tuple[Any, DatasetStats]:
     """The encoded examples on disk (built now, or as an earlier call left them)."""
-    from datasets import (  # type: ignore[import-untyped]
+    from datasets import (
         Dataset,
         Features,
         List,

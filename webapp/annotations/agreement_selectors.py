@@ -34,13 +34,14 @@ YES = {"yes", "y", "true", "1"}
 NO = {"no", "n", "false", "0"}
 
 # Per kind: Cohen's kappa weights and Krippendorff's alpha metrics (the first is the headline).
-KAPPA_WEIGHTS = {
+# Keyed by the kind's stored value (a plain str, as QuestionLabels.kind holds it).
+KAPPA_WEIGHTS: dict[str, agreement.Weights] = {
     LabelQuestion.Kind.RATING: agreement.Weights.QUADRATIC,
     LabelQuestion.Kind.SINGLE_CHOICE: agreement.Weights.NONE,
     LabelQuestion.Kind.YES_NO: agreement.Weights.NONE,
     LabelQuestion.Kind.MULTIPLE_CHOICE: agreement.Weights.MASI,
 }
-ALPHA_METRICS = {
+ALPHA_METRICS: dict[str, list[agreement.Metric]] = {
     LabelQuestion.Kind.RATING: [agreement.Metric.ORDINAL, agreement.Metric.INTERVAL],
     LabelQuestion.Kind.SINGLE_CHOICE: [agreement.Metric.NOMINAL],
     LabelQuestion.Kind.YES_NO: [agreement.Metric.NOMINAL],

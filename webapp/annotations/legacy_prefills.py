@@ -35,4 +35,5 @@ def unconfirmed_prefills(*, annotation_model: Any, revision_model: Any) -> Any:
 def mark_unconfirmed_prefills(*, annotation_model: Any, revision_model: Any) -> int:
     """Mark those answers ``unconfirmed_prefill``; return how many were marked."""
     found = unconfirmed_prefills(annotation_model=annotation_model, revision_model=revision_model)
-    return found.exclude(source=UNCONFIRMED_PREFILL).update(source=UNCONFIRMED_PREFILL)
+    marked: int = found.exclude(source=UNCONFIRMED_PREFILL).update(source=UNCONFIRMED_PREFILL)
+    return marked

@@ -187,7 +187,7 @@ def answer_target(*, pk: int, user: User, question_id: int, turn_id: int | None)
     ORM took a quarter of it (each query's compilation, not the database), so this one is
     written out: the item, its queue's schema's question, its dialogue's turn."""
     item, queue = QueueAssignment._meta.db_table, LabelQueue._meta.db_table
-    question, turn = LabelQuestion._meta.db_table, Turn._meta.db_table
+    question, turn_table = LabelQuestion._meta.db_table, Turn._meta.db_table
     rows = list(
         LabelQuestion.objects.raw(
             f"""
@@ -198,7 +198,7 @@ def answer_target(*, pk: int, user: User, question_id: int, turn_id: int | None)
             JOIN {queue} AS queue ON queue.id = item.queue_id
             LEFT JOIN {question} AS question
                 ON question.schema_id = queue.schema_id AND question.id = %s
-            LEFT JOIN {turn} AS turn ON turn.dialogue_id = item.dialogue_id AND turn.id = %s
+            LEFT JOIN {turn_table} AS turn ON turn.dialogue_id = item.dialogue_id AND turn.id = %s
             WHERE item.id = %s AND item.annotator_id = %s
             """,
             [question_id, turn_id, pk, user.pk],
@@ -208,7 +208,7 @@ def answer_target(*, pk: int, user: User, question_id: int, turn_id: int | None)
         raise QueueAssignment.DoesNotExist
     row = rows[0]  # the question, with the other columns as attributes (None: not in the item)
     dialogue_id, turn_pk = row.item_dialogue_id, row.turn_pk  # type: ignore[attr-defined]
-    turn = None
+    turn: Turn | None = None
     if turn_pk is not None:
         turn = Turn(
             pk=turn_pk,

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from webapp.accounts.models import User
 from webapp.annotations.items import (
+    SlotKey,
     Unanswered,
     prefill_value,
     refusal_message,
@@ -375,7 +376,7 @@ def _write_in_one_statement(answer: _Answer) -> int:
     with savepoint, connection.cursor() as cursor:
         cursor.execute(_save_statement(answer.turn_id is not None), params)
         (pk,) = cursor.fetchone()
-    return pk
+    return int(pk)
 
 
 class ItemIncomplete(ValidationError):
@@ -404,7 +405,9 @@ def item_unanswered(*, assignment: QueueAssignment) -> list[Unanswered]:
         .exclude(source=Annotation.Source.UNCONFIRMED_PREFILL)
         .values_list("question_id", "turn_id", "value")
     )
-    answers = {(question_id, turn_id): value for question_id, turn_id, value in rows}
+    answers: dict[SlotKey, Any] = {
+        (question_id, turn_id): value for question_id, turn_id, value in rows
+    }
     return unanswered(questions=questions, turns=turns, answers=answers)
 
 

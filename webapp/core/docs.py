@@ -68,7 +68,7 @@ def docs(request: HttpRequest, path: str = "") -> HttpResponseBase:
     elif full.is_dir():
         # The site's relative links are written for directory URLs ending in "/".
         return HttpResponseRedirect(request.path + "/")
-    response = serve(request, path, document_root=root)
+    response = serve(request, path, document_root=str(root))
     if response.status_code == 200 and path.endswith(".html"):
         file = (root / path).resolve()
         hashes = _inline_script_hashes(file, file.stat().st_mtime)

@@ -225,7 +225,8 @@ def figure_csv(figure_json: Mapping[str, Any]) -> str:
     writer.writerow(CSV_COLUMNS)
     for trace in figure_json.get("data", ()):
         xs, ys = _numbers(trace.get("x")), _numbers(trace.get("y"))
-        bounds = _error_bounds(trace, ys) or ([None] * len(ys), [None] * len(ys))
+        unknown: list[float | None] = [None] * len(ys)
+        bounds = _error_bounds(trace, ys) or (unknown, unknown)
         for x, y, low, high in zip(xs, ys, *bounds, strict=True):
             writer.writerow([trace.get("name", ""), x, _cell(y), _cell(low), _cell(high)])
     return output.getvalue()

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from datetime import timedelta
 from types import TracebackType
+from typing import Self
 
 from django.conf import settings
 from django.db import connection
@@ -46,7 +47,7 @@ class Heartbeat:
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def __enter__(self) -> Heartbeat:
+    def __enter__(self) -> Self:
         if self.enabled:
             self._thread.start()
         return self

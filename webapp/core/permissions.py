@@ -11,14 +11,14 @@ from functools import wraps
 from typing import Any, TypeVar
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponseBase
 
-View = TypeVar("View", bound=Callable[..., HttpResponse])
+View = TypeVar("View", bound=Callable[..., HttpResponseBase])
 
 
 def researcher_required(view: View) -> View:
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not getattr(request.user, "is_researcher", False):
             raise PermissionDenied("Only researchers can do this.")
         return view(request, *args, **kwargs)

@@ -4,22 +4,30 @@ hyperparameters): each field takes its type, bounds, choices, default and help f
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
 from models_gpu.spec.settings import Setting
 
-FIELD_TYPES = {"int": forms.IntegerField, "float": forms.FloatField, "str": forms.CharField}
+FIELD_TYPES: dict[str, type[forms.Field]] = {
+    "int": forms.IntegerField,
+    "float": forms.FloatField,
+    "str": forms.CharField,
+}
 
 
 def setting_field(setting: Setting) -> forms.Field:
     """A form field for ``setting``, labelled with its name."""
     label = setting.name.replace("_", " ")
-    common = {"label": label, "initial": setting.default, "help_text": setting.help}
+    common: dict[str, Any] = {"label": label, "initial": setting.default, "help_text": setting.help}
     if setting.kind == "bool":
         return forms.BooleanField(required=False, **common)
     if setting.kind == "choice":
         return forms.ChoiceField(choices=[(c, c) for c in setting.choices], **common)
     if setting.kind == "str":
-        bounds = {"max_length": int(setting.high)} if setting.high is not None else {}
-        return forms.CharField(**bounds, **common)
-    return FIELD_TYPES[setting.kind](min_value=setting.low, max_value=setting.high, **common)
+        max_length = int(setting.high) if setting.high is not None else None
+        return forms.CharField(max_length=max_length, **common)
+    # An int's or a float's field: both take bounds, which a Field in general does not.
+    bounds: dict[str, Any] = {"min_value": setting.low, "max_value": setting.high}
+    return FIELD_TYPES[setting.kind](**bounds, **common)

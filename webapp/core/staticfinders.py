@@ -20,7 +20,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.staticfiles.finders import BaseFinder
-from django.core.checks import Error
+from django.core.checks import CheckMessage, Error
 from django.core.files.storage import FileSystemStorage
 
 STATIC_DIR = "vendor"
@@ -74,7 +74,7 @@ class PlotlyJsFinder(BaseFinder):
     """Finds ``vendor/plotly-basic.<hash>.min.js`` (and ``.gz``/``.br``) in the vendor dir. The
     directory is looked at on each call: a re-run of setup needs no restart under autorefresh."""
 
-    def check(self, **kwargs: Any) -> list[Error]:
+    def check(self, **kwargs: Any) -> list[CheckMessage]:
         directory = vendor_dir()
         found = _bundles(directory)
         if not found:
@@ -108,7 +108,10 @@ class PlotlyJsFinder(BaseFinder):
             ]
         return []
 
-    def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str]:
+    # Not found, Django's finders answer [] whatever find_all says (the stubs say None).
+    def find(  # type: ignore[override]
+        self, path: str, find_all: bool = False, **kwargs: Any
+    ) -> str | list[str]:
         directory, _, name = path.partition("/")
         found = bundle_files().get(name) if directory == STATIC_DIR else None
         if found is None:

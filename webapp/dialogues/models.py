@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from webapp.dialogues.numbering import MessageRef, legacy_anchor, message_anchor, message_number
 
@@ -40,10 +41,10 @@ SORT_INDEXES = [
 ]
 
 
-class SearchDocumentField(SearchVectorField):  # type: ignore[misc]
+class SearchDocumentField(SearchVectorField):
     """A tsvector on PostgreSQL; elsewhere a text column that stays empty."""
 
-    def db_type(self, connection):  # type: ignore[no-untyped-def]
+    def db_type(self, connection: BaseDatabaseWrapper) -> str:
         return "tsvector" if connection.vendor == "postgresql" else "text"
 
 

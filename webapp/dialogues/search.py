@@ -30,7 +30,7 @@ SEARCH_CONFIG = "english"
 TURN_SEPARATOR = "\n"
 
 
-def turn_search_vector():  # type: ignore[no-untyped-def]
+def turn_search_vector() -> Any:
     """Each turn's text as a tsvector: identical to the expression migration 0003 indexed, or
     the planner cannot use the index."""
     from django.contrib.postgres.search import SearchVector

@@ -36,7 +36,7 @@ def align_rounds(*, left: Sequence[Turn], right: Sequence[Turn]) -> list[Aligned
 def fork_parents(*, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """Each parent dialogue's task, seed and turns (as stored, in order), for the forks that
     play on from them."""
-    parents = {
+    parents: dict[int, dict[str, Any]] = {
         row["pk"]: {**row, "turns": []}
         for row in Dialogue.objects.filter(pk__in=ids).values("pk", "task_id", "seed")
     }

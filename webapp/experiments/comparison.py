@@ -134,7 +134,9 @@ def _training_horizons(runs: Sequence[Run]) -> dict[int, int]:
     ).select_related("trained_by_run")
     horizons = {}
     for student in students:
-        config = TrainingRunConfig.from_json(student.trained_by_run.config)  # type: ignore[union-attr]
+        trained_by = student.trained_by_run
+        assert trained_by is not None  # the query keeps the trained students only
+        config = TrainingRunConfig.from_json(trained_by.config)
         if config.online is not None and config.rollouts is not None:
             ceiling = config.rollouts.protocol.max_turns
             horizons[student.pk] = min(config.online.horizon, ceiling)

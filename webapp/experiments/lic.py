@@ -121,7 +121,7 @@ def _premature(scores: Sequence[DialogueScore]) -> list[FirstAttempt]:
     for dialogue in scores:
         histograms[dialogue.first_attempt][dialogue.score] += 1
     ordered = sorted(histograms.items(), key=lambda item: (item[0] is None, item[0] or 0))
-    return [FirstAttempt(turn, mean_from_histogram(counts)) for turn, counts in ordered]  # type: ignore[arg-type]
+    return [FirstAttempt(turn, mean_from_histogram(counts)) for turn, counts in ordered]
 
 
 def lic_metrics(experiment: LostInConversation) -> LicMetrics:

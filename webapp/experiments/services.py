@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.db import transaction
 
 from webapp.accounts.models import User
@@ -45,19 +47,16 @@ def lic_experiment_create(
     concat_set = task_set_with_shards_concatenated(task_set=task_set, created_by=created_by)
     one_turn = _protocol(ONE_TURN_PROTOCOL, Protocol.Mode.SINGLE_TURN, 1)
     sharded = _protocol(sharded_protocol_name(max_turns), Protocol.Mode.SHARDED, max_turns)
-    common = {"student": student, "samples_per_task": repeats, "seed": seed}
+    run_create = partial(
+        evaluation_run_create,
+        student=student, samples_per_task=repeats, seed=seed, created_by=created_by,
+    )  # fmt: skip
     runs = {
-        "full_run": evaluation_run_create(
-            name=f"{name}: FULL", task_set=task_set, protocol=one_turn,
-            created_by=created_by, **common,
-        ),
-        "concat_run": evaluation_run_create(
-            name=f"{name}: CONCAT", task_set=concat_set, protocol=one_turn,
-            created_by=created_by, **common,
-        ),
-        "sharded_run": evaluation_run_create(
+        "full_run": run_create(name=f"{name}: FULL", task_set=task_set, protocol=one_turn),
+        "concat_run": run_create(name=f"{name}: CONCAT", task_set=concat_set, protocol=one_turn),
+        "sharded_run": run_create(
             name=f"{name}: SHARDED", task_set=task_set, protocol=sharded,
-            user_simulator=user_simulator, created_by=created_by, **common,
+            user_simulator=user_simulator,
         ),
     }  # fmt: skip
     return LostInConversation.objects.create(

@@ -99,7 +99,7 @@ def evaluation_pairs(models: Sequence[ModelSpec]) -> list[EvaluationPair]:
         status=Run.Status.SUCCEEDED,
         student_id__in={model.pk for model in models} | bases,
     ).order_by("-created_at")
-    base_runs: dict[tuple[int, str], Run] = {}
+    base_runs: dict[tuple[int | None, str], Run] = {}  # a model with no base finds none
     trained_runs: dict[int, list[Run]] = defaultdict(list)
     for run in evaluations:
         key = (run.student_id, run.frozen_config.student_free_hash())
@@ -108,7 +108,7 @@ def evaluation_pairs(models: Sequence[ModelSpec]) -> list[EvaluationPair]:
     pairs = []
     for model in models:
         for run in trained_runs.get(model.pk, []):
-            base = base_runs.get((model.base_model_id, run.frozen_config.student_free_hash()))  # type: ignore[arg-type]
+            base = base_runs.get((model.base_model_id, run.frozen_config.student_free_hash()))
             if base is not None:
                 pairs.append(EvaluationPair(model, base, run))
     return pairs
@@ -157,12 +157,12 @@ def transfer_matrix() -> TransferMatrix:
         trained_on = trained_task_keys(model)
         cells: list[TransferCell | None] = []
         for domain in domains:
-            rates = pooled[model.pk].get(domain)
-            if rates is None:
+            cell = pooled[model.pk].get(domain)
+            if cell is None:
                 cells.append(None)
                 continue
-            base_rates, trained_rates = (np.array(values)[:, None] for values in rates[:2])
+            base_rates, trained_rates = (np.array(values)[:, None] for values in cell[:2])
             gap = replace(paired_gaps(base_rates, trained_rates)[0], turn=turns_of[model.pk])
-            cells.append(TransferCell(gap, overlap(trained_on, rates[2]).trained_on))
+            cells.append(TransferCell(gap, overlap(trained_on, cell[2]).trained_on))
         rows.append(TransferRow(model, training_domains(model), cells))
     return TransferMatrix(domains, rows, pairs)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+from typing import Any
 
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
@@ -8,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django_htmx.http import HttpResponseStopPolling
 
 from models_gpu.spec.run import RunConfigError
+from webapp.accounts.requests import SignedInRequest
 from webapp.core.figure_export import requested_download
 from webapp.core.permissions import researcher_required
 from webapp.core.plotly_csp import allows_plotly
@@ -99,13 +101,13 @@ def transfer_matrix(request: HttpRequest) -> HttpResponse:
 
 
 @researcher_required
-def lic_create(request: HttpRequest) -> HttpResponse:
+def lic_create(request: SignedInRequest) -> HttpResponse:
     form = LicExperimentForm(request.POST or None, initial=request.GET.dict())
     if request.method == "POST" and form.is_valid():
         try:
             experiment = services.lic_experiment_create(
                 **form.cleaned_data,
-                created_by=request.user,  # type: ignore[arg-type]
+                created_by=request.user,
             )
         except RunConfigError as error:
             for problem in error.problems:
@@ -117,7 +119,7 @@ def lic_create(request: HttpRequest) -> HttpResponse:
     return render(request, "experiments/lic_form.html", {"form": form})
 
 
-def _lic_context(experiment: LostInConversation) -> dict[str, object]:
+def _lic_context(experiment: LostInConversation) -> dict[str, Any]:
     metrics = lic.lic_metrics(experiment)
     runs = list(experiment.runs.values())
     return {
@@ -140,7 +142,7 @@ def lic_detail(request: HttpRequest, pk: int) -> HttpResponse:
     experiment = _lic(pk)
     context = _lic_context(experiment)
     figures = {"conditions": context["conditions_figure"], "premature": context["premature_figure"]}
-    download = requested_download(request, figures, f"lost-in-conversation-{experiment.pk}")  # type: ignore[arg-type]
+    download = requested_download(request, figures, f"lost-in-conversation-{experiment.pk}")
     if download:
         return download
     return render(request, "experiments/lic_detail.html", context)

@@ -10,11 +10,12 @@ from django import forms
 
 from models_gpu.spec.protocol import MAX_TURNS
 from webapp.forks.services import ForkPoint
+from webapp.models_registry.models import ModelSpec
 from webapp.models_registry.selectors import model_choices
 from webapp.runs.selectors import protocol_choices
 
 
-def _model_choice(label: str, help_text: str, required: bool) -> forms.ModelChoiceField:
+def _model_choice(label: str, help_text: str, required: bool) -> forms.ModelChoiceField[ModelSpec]:
     return forms.ModelChoiceField(
         queryset=model_choices(), required=required, label=label, help_text=help_text
     )
@@ -40,7 +41,9 @@ class ForkForm(forms.Form):
 
     def __init__(self, *args: Any, points: Sequence[ForkPoint], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["after"].choices = [(point.index, point.label) for point in points]  # type: ignore[attr-defined]
+        after = self.fields["after"]
+        assert isinstance(after, forms.ChoiceField)  # the form's own copy of the field above
+        after.choices = [(point.index, point.label) for point in points]
 
 
 class CounterfactualForm(forms.Form):

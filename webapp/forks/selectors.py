@@ -73,7 +73,10 @@ def played_with(run: Run) -> PlayedWith:
     protocol = (
         Protocol.objects.filter(pk=config.protocol.id).first() if config.protocol.id else None
     )
-    return PlayedWith(config, *map(row, specs), protocol=protocol, rollouts=True)
+    student, teacher, user_simulator, judge = map(row, specs)
+    return PlayedWith(
+        config, student, teacher, user_simulator, judge, protocol=protocol, rollouts=True
+    )
 
 
 @dataclass
@@ -136,7 +139,8 @@ def branch_tree(dialogue: Dialogue) -> BranchTree:
                 break
             node = BranchNode(child)
             nodes[child.pk] = node
-            nodes[child.parent_id].children.append(node)  # type: ignore[index]
+            assert child.parent_id is not None  # a child of the frontier
+            nodes[child.parent_id].children.append(node)
             frontier.append(child.pk)
     return BranchTree(root=root, size=len(nodes), truncated=truncated)
 

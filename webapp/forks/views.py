@@ -3,7 +3,7 @@ filtered list from turn t with another teacher, and a fork run against its paren
 
 Researchers only: forking launches runs, and a family tree links dialogues of any run. The
 dialogue page and the transcript list reach these pages by link (and the dialogue page loads
-the fork panel with htmx), so the dialogues app never imports this one.
+the fork panel with htmx), so the transcripts app never imports this one.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 
 from models_gpu.spec.run import RunConfigError
-from webapp.accounts.models import User
+from webapp.accounts.requests import SignedInRequest
 from webapp.core.permissions import researcher_required
 from webapp.dialogues import search
 from webapp.dialogues.models import Dialogue
@@ -29,10 +29,6 @@ from webapp.runs.models import Protocol, Run
 from webapp.runs.services import protocol_spec
 from webapp.transcripts import selectors as dialogue_selectors
 from webapp.transcripts.forms import DialogueFilterForm
-
-
-def _user(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
 
 
 def _add_problems(form: forms.Form, error: RunConfigError) -> None:
@@ -60,7 +56,7 @@ def _requested_turn(request: HttpRequest, points: list[services.ForkPoint]) -> i
 
 
 @researcher_required
-def fork_panel(request: HttpRequest, pk: int) -> HttpResponse:
+def fork_panel(request: SignedInRequest, pk: int) -> HttpResponse:
     """A dialogue's fork form and family tree: a page of its own, and (``request.htmx``) the
     panel the dialogue page loads. POST launches a run of one fork."""
     dialogue = get_object_or_404(
@@ -96,7 +92,7 @@ def fork_panel(request: HttpRequest, pk: int) -> HttpResponse:
                 **_carried_roles(played, data["protocol"]),
                 protocol=data["protocol"],
                 seed=played.config.seed,
-                created_by=_user(request),
+                created_by=request.user,
             )
         except RunConfigError as error:
             _add_problems(form, error)
@@ -135,14 +131,14 @@ def branch_compare(request: HttpRequest) -> HttpResponse:
     return render(request, "forks/branch_compare.html", {"comparison": comparison})
 
 
-def _filtered_dialogue_ids(request: HttpRequest, query: QueryDict) -> tuple[list[int], bool]:
+def _filtered_dialogue_ids(request: SignedInRequest, query: QueryDict) -> tuple[list[int], bool]:
     """The transcript list's dialogues for this filter, in its order: the first
     ``MAX_FORKS``, and whether there were more."""
-    filters = DialogueFilterForm.from_query(query, reader=_user(request)).filters()
-    ids = dialogue_selectors.dialogue_list(
-        filters=filters, reader=_user(request), searches_turns=search.searches_turns(filters.search)
-    ).values_list("pk", flat=True)[: services.MAX_FORKS + 1]
-    ids = list(ids)
+    filters = DialogueFilterForm.from_query(query, reader=request.user).filters()
+    dialogues = dialogue_selectors.dialogue_list(
+        filters=filters, reader=request.user, searches_turns=search.searches_turns(filters.search)
+    )
+    ids = list(dialogues.values_list("pk", flat=True)[: services.MAX_FORKS + 1])
     return ids[: services.MAX_FORKS], len(ids) > services.MAX_FORKS
 
 
@@ -156,11 +152,11 @@ def _shared(values: list[Any], what: str, form: forms.Form) -> Any:
 
 
 @researcher_required
-def counterfactual_create(request: HttpRequest) -> HttpResponse:
+def counterfactual_create(request: SignedInRequest) -> HttpResponse:
     """Replay the transcript list's dialogues (its filter, as its GET parameters) from turn t
     with another teacher: one run, a fork of each dialogue that turn t left unsolved."""
-    query = QueryDict(request.POST.get("filter", "")) if request.method == "POST" else request.GET
-    query = query.copy()
+    source = QueryDict(request.POST.get("filter", "")) if request.method == "POST" else request.GET
+    query = source.copy()
     query.pop("page", None)
     query.pop("csrfmiddlewaretoken", None)
     form = CounterfactualForm(request.POST or None, initial={"filter": query.urlencode()})
@@ -203,7 +199,7 @@ def counterfactual_create(request: HttpRequest) -> HttpResponse:
                     **_carried_roles(most_common, protocol),
                     protocol=protocol,
                     seed=most_common.config.seed,
-                    created_by=_user(request),
+                    created_by=request.user,
                 )
             except RunConfigError as error:
                 _add_problems(form, error)

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db.models import Count, Exists, OuterRef, Q
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 
+from webapp.accounts.requests import SignedInRequest
 from webapp.annotations import agreement_selectors as selectors
 from webapp.annotations.models import Annotation, LabelQuestion, LabelQueue, LabelSchema
 from webapp.annotations.selectors import given_labels
@@ -58,7 +59,7 @@ class Filters:
 
 
 @researcher_required
-def agreement_index(request: HttpRequest) -> HttpResponse:
+def agreement_index(request: SignedInRequest) -> HttpResponse:
     # The labels (selectors.given_labels): submitted, and not a suggestion nobody
     # confirmed.
     given = Q(questions__annotations__is_draft=False) & ~Q(
@@ -71,7 +72,7 @@ def agreement_index(request: HttpRequest) -> HttpResponse:
 
 
 @researcher_required
-def agreement_schema(request: HttpRequest, schema_id: int) -> HttpResponse:
+def agreement_schema(request: SignedInRequest, schema_id: int) -> HttpResponse:
     schema = get_object_or_404(LabelSchema, pk=schema_id)
     filters = Filters.from_query(request.GET)
     questions = selectors.question_labels(
@@ -94,7 +95,9 @@ def agreement_schema(request: HttpRequest, schema_id: int) -> HttpResponse:
 
 
 @researcher_required
-def agreement_disagreements(request: HttpRequest, schema_id: int, question_id: int) -> HttpResponse:
+def agreement_disagreements(
+    request: SignedInRequest, schema_id: int, question_id: int
+) -> HttpResponse:
     question = get_object_or_404(
         LabelQuestion.objects.select_related("schema"), pk=question_id, schema_id=schema_id
     )

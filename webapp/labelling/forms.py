@@ -66,7 +66,7 @@ class QuestionForm(forms.ModelForm):  # type: ignore[type-arg]
 
 
 class AnnotatorsField(forms.ModelMultipleChoiceField):  # type: ignore[type-arg]
-    def label_from_instance(self, obj: User) -> str:  # type: ignore[override]
+    def label_from_instance(self, obj: User) -> str:
         return f"{obj.username} ({obj.get_role_display().lower()})"
 
 

@@ -11,12 +11,12 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.http import Http404, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from webapp.accounts.models import User
+from webapp.accounts.requests import SignedInRequest
 from webapp.annotations import selectors, services
 from webapp.annotations.models import LabelQuestion, LabelQueue, LabelSchema, QueueAssignment
 from webapp.core.permissions import researcher_required
@@ -28,15 +28,11 @@ from webapp.transcripts.forms import DialogueFilterForm
 ITEMS_PER_PAGE = 50
 
 
-def _user(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
-
-
 # --- Schemas ---------------------------------------------------------------------------------
 
 
 @researcher_required
-def schema_list(request: HttpRequest) -> HttpResponse:
+def schema_list(request: SignedInRequest) -> HttpResponse:
     form = SchemaForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         schema = services.schema_save(**form.cleaned_data)
@@ -64,7 +60,7 @@ def _question_form_save(form: QuestionForm, schema: LabelSchema) -> LabelQuestio
 
 
 @researcher_required
-def schema_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def schema_detail(request: SignedInRequest, pk: int) -> HttpResponse:
     try:
         schema = selectors.schema_with_questions(pk=pk)
     except LabelSchema.DoesNotExist:
@@ -92,7 +88,7 @@ def schema_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @researcher_required
-def question_edit(request: HttpRequest, pk: int) -> HttpResponse:
+def question_edit(request: SignedInRequest, pk: int) -> HttpResponse:
     question = get_object_or_404(LabelQuestion.objects.select_related("schema"), pk=pk)
     form = QuestionForm(request.POST or None, instance=question)
     if request.method == "POST" and _question_form_save(form, question.schema):
@@ -102,7 +98,7 @@ def question_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 @require_POST
-def question_move(request: HttpRequest, pk: int) -> HttpResponse:
+def question_move(request: SignedInRequest, pk: int) -> HttpResponse:
     question = get_object_or_404(LabelQuestion.objects.select_related("schema"), pk=pk)
     services.question_move(question=question, offset=-1 if request.POST.get("to") == "up" else 1)
     return redirect("schema_detail", pk=question.schema_id)
@@ -110,7 +106,7 @@ def question_move(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 @require_POST
-def question_delete(request: HttpRequest, pk: int) -> HttpResponse:
+def question_delete(request: SignedInRequest, pk: int) -> HttpResponse:
     question = get_object_or_404(LabelQuestion, pk=pk)
     services.question_delete(question=question)
     return redirect("schema_detail", pk=question.schema_id)
@@ -119,9 +115,9 @@ def question_delete(request: HttpRequest, pk: int) -> HttpResponse:
 # --- Queues ----------------------------------------------------------------------------------
 
 
-def queue_list(request: HttpRequest) -> HttpResponse:
+def queue_list(request: SignedInRequest) -> HttpResponse:
     """Researchers: every queue. Annotators: "My queues", with their progress."""
-    queues = selectors.queue_list(user=_user(request))
+    queues = selectors.queue_list(user=request.user)
     return render(request, "labelling/queue_list.html", {"queues": queues})
 
 
@@ -132,7 +128,7 @@ def _filtered_dialogue_ids(filter_query: str) -> tuple[DialogueFilterForm, list[
 
 
 @researcher_required
-def queue_create(request: HttpRequest) -> HttpResponse:
+def queue_create(request: SignedInRequest) -> HttpResponse:
     """Built from a transcript filter: the /dialogues/ query string travels in ``filter_query``
     (from the "Label these" button), and is resolved by the transcript list's own selector."""
     if request.method == "POST":
@@ -158,7 +154,7 @@ def queue_create(request: HttpRequest) -> HttpResponse:
                 dialogue_ids=dialogue_ids,
                 annotators=list(data["annotators"]),
                 annotators_per_item=data["annotators_per_item"],
-                created_by=_user(request),
+                created_by=request.user,
             )
             return redirect("queue_detail", pk=queue.pk)
     context = {
@@ -171,15 +167,15 @@ def queue_create(request: HttpRequest) -> HttpResponse:
     return render(request, "labelling/queue_form.html", context)
 
 
-def _queue_or_404(request: HttpRequest, pk: int) -> LabelQueue:
+def _queue_or_404(request: SignedInRequest, pk: int) -> LabelQueue:
     try:
-        return selectors.queue_for_user(pk=pk, user=_user(request))
+        return selectors.queue_for_user(pk=pk, user=request.user)
     except LabelQueue.DoesNotExist:
         raise Http404("No such queue.") from None
 
 
-def queue_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    user = _user(request)
+def queue_detail(request: SignedInRequest, pk: int) -> HttpResponse:
+    user = request.user
     queue = _queue_or_404(request, pk)
     mine = selectors.my_items(queue=queue, user=user)
     context: dict[str, Any] = {
@@ -196,11 +192,11 @@ def queue_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "labelling/queue_detail.html", context)
 
 
-def queue_next(request: HttpRequest, pk: int) -> HttpResponse:
+def queue_next(request: SignedInRequest, pk: int) -> HttpResponse:
     queue = _queue_or_404(request, pk)
     after = request.GET.get("after", "")
     item = selectors.next_item(
-        queue=queue, user=_user(request), after=int(after) if after.isdigit() else -1
+        queue=queue, user=request.user, after=int(after) if after.isdigit() else -1
     )
     if item is None:
         messages.success(request, "Every item of this queue is labelled. Thank you!")
@@ -211,15 +207,15 @@ def queue_next(request: HttpRequest, pk: int) -> HttpResponse:
 # --- Labelling -------------------------------------------------------------------------------
 
 
-def _assignment_or_404(request: HttpRequest, pk: int) -> QueueAssignment:
+def _assignment_or_404(request: SignedInRequest, pk: int) -> QueueAssignment:
     try:
-        return selectors.assignment_for(pk=pk, user=_user(request))
+        return selectors.assignment_for(pk=pk, user=request.user)
     except QueueAssignment.DoesNotExist:
         raise Http404("No such item in your queues.") from None
 
 
 def _item_page(
-    request: HttpRequest,
+    request: SignedInRequest,
     assignment: QueueAssignment,
     *,
     refusal: services.ItemIncomplete | None = None,
@@ -243,7 +239,7 @@ def _item_page(
     return render(request, "labelling/item_label.html", context, status=status)
 
 
-def item_label(request: HttpRequest, pk: int) -> HttpResponse:
+def item_label(request: SignedInRequest, pk: int) -> HttpResponse:
     return _item_page(request, _assignment_or_404(request, pk))
 
 
@@ -253,14 +249,14 @@ def _row_id(value: str) -> int | None:
 
 
 @require_POST
-def item_answer(request: HttpRequest, pk: int) -> HttpResponse:
+def item_answer(request: SignedInRequest, pk: int) -> HttpResponse:
     """Save one answer (a draft until the item is submitted). JavaScript posts here once per
     answer given, with a nonce it reuses on retries; a plain form post works too."""
     question_id, turn_id = request.POST.get("question", ""), request.POST.get("turn", "")
     try:
         target = selectors.answer_target(
             pk=_row_id(str(pk)) or 0,
-            user=_user(request),
+            user=request.user,
             question_id=_row_id(question_id) or 0,
             turn_id=_row_id(turn_id),
         )
@@ -281,7 +277,7 @@ def item_answer(request: HttpRequest, pk: int) -> HttpResponse:
                 question=question,
                 dialogue=target.dialogue,
                 turn=turn,
-                author=_user(request),
+                author=request.user,
                 value=value,
                 nonce=request.POST.get("nonce", "")[:64],
                 draft=not target.item_done,
@@ -300,7 +296,7 @@ def item_answer(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-def _wants_json(request: HttpRequest) -> bool:
+def _wants_json(request: SignedInRequest) -> bool:
     """The labelling page's script (htmx-style header, or asking for JSON)."""
     return bool(request.htmx) or request.headers.get("accept", "").startswith("application/json")
 
@@ -310,7 +306,7 @@ def _next_item_url(assignment: QueueAssignment) -> str:
 
 
 @require_POST
-def item_submit(request: HttpRequest, pk: int) -> HttpResponse:
+def item_submit(request: SignedInRequest, pk: int) -> HttpResponse:
     """Submit an item, or refuse with the unanswered questions named: as JSON for the page's
     script (which shows it and focuses the first), as the page itself without JavaScript."""
     assignment = _assignment_or_404(request, pk)
@@ -328,7 +324,7 @@ def item_submit(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-def item_skip(request: HttpRequest, pk: int) -> HttpResponse:
+def item_skip(request: SignedInRequest, pk: int) -> HttpResponse:
     assignment = _assignment_or_404(request, pk)
     try:
         services.item_skip(assignment=assignment, reason=request.POST.get("reason", ""))
@@ -338,7 +334,7 @@ def item_skip(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @researcher_required
-def item_history(request: HttpRequest, pk: int, dialogue_pk: int) -> HttpResponse:
+def item_history(request: SignedInRequest, pk: int, dialogue_pk: int) -> HttpResponse:
     """Everyone's labels for one dialogue of a queue, with every change (researchers only)."""
     queue = get_object_or_404(LabelQueue.objects.select_related("schema"), pk=pk)
     dialogue = get_object_or_404(

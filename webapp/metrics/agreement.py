@@ -31,7 +31,7 @@ and exact matching would not count at all.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
@@ -39,8 +39,11 @@ from itertools import combinations
 from numbers import Real
 from typing import Any
 
-Item = Hashable
-Rater = Hashable
+# Any hashable, as the caller keys its data: the labelling pages key items by (dialogue, turn)
+# and raters by user id. (``Hashable`` itself would refuse their dicts: a Mapping's key type
+# is invariant.)
+Item = Any
+Rater = Any
 Value = Any  # hashable: int, float, str, bool, frozenset
 ReliabilityData = Mapping[Item, Mapping[Rater, Value]]
 Distance = Callable[[Value, Value], Fraction]
@@ -72,10 +75,13 @@ def _estimate(exact: Fraction, items: int) -> Estimate:
 # --- Distances (disagreement weights) -------------------------------------------------------
 
 
-def _exact(number: Real) -> Fraction:
+def _exact(number: object) -> Fraction:
     if isinstance(number, bool) or not isinstance(number, Real):
         raise TypeError(f"a numeric metric needs numbers, got {number!r}")
-    return Fraction(number)  # type: ignore[arg-type]
+    # Fraction takes a Rational or a float, the Reals it knows, and refuses any other Real with
+    # a TypeError of its own: the stubs take no Real.
+    exact: Fraction = Fraction(number)  # type: ignore[call-overload]
+    return exact
 
 
 def nominal_distance(a: Value, b: Value) -> Fraction:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from models_gpu.spec.reports import Accounting, MoveCounts, solved_by_turn
 from webapp.metrics.partial import BatchInPlay, Counted
@@ -67,7 +68,8 @@ def accuracy_after_turns(
     """Accuracy after turn k for k = 1..``max_turns`` over the ``counted`` dialogues, of which
     ``first_correct_counts[k]`` were first solved at turn k (the others are not solved, or not
     yet: a dialogue of the batch in play that is still going)."""
-    solved = solved_by_turn(first_correct_counts, max_turns)
+    # Read at int turns only: Mapping[int, int] will do (a Mapping's key type is invariant).
+    solved = solved_by_turn(cast(Mapping[int | None, int], first_correct_counts), max_turns)
     return [
         TurnAccuracy(
             turn,

@@ -24,7 +24,9 @@ from webapp.models_registry.models import ModelSpec
 MODEL_FIELDS = ("name", "backend", "location", "generation_params", "description")
 
 
-class ModelSpecForm(forms.ModelForm):
+# ModelForm[ModelSpec] would fail at run time: Django's ModelForm is not subscriptable (without
+# django_stubs_ext.monkeypatch()).
+class ModelSpecForm(forms.ModelForm):  # type: ignore[type-arg]
     """Register a model for any role. Validation follows the backend, with messages that say
     what to write instead; a checkpoint missing on this host is only a warning (see
     ``warnings``), because the worker host that loads it may see other paths."""
@@ -86,8 +88,8 @@ class ModelSpecForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        backend = cleaned.get("backend")
-        if backend not in BACKENDS or "generation_params" not in cleaned:
+        backend: str | None = cleaned.get("backend")
+        if backend is None or backend not in BACKENDS or "generation_params" not in cleaned:
             return cleaned
         location = cleaned.get("location", "")
         params = cleaned["generation_params"]

@@ -8,8 +8,9 @@ from models_gpu.spec.backends import BACKENDS
 class ModelSpec(models.Model):
     """A named model: its backend, where it lives, how it generates, where it came from."""
 
-    # The backends and their parameters are models_gpu.spec.backends'.
-    Backend = models.TextChoices(
+    # The backends and their parameters are models_gpu.spec.backends'. (Enum's functional API,
+    # which the stubs do not type for TextChoices.)
+    Backend = models.TextChoices(  # type: ignore[call-overload]
         "Backend", [(name.upper(), (name, backend.label)) for name, backend in BACKENDS.items()]
     )
 

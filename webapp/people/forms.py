@@ -31,7 +31,9 @@ class ReassignForm(forms.Form):
 
     def __init__(self, *args: Any, people: QuerySet[User], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["to"].queryset = people  # type: ignore[attr-defined]
+        to = self.fields["to"]
+        assert isinstance(to, forms.ModelChoiceField)  # the form's own copy of the field above
+        to.queryset = people
 
 
 class EndForm(forms.Form):

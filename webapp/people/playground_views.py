@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from models_gpu.spec.run import RunConfigError
+from webapp.accounts.requests import SignedInRequest
 from webapp.core.permissions import researcher_required
 from webapp.dialogues.models import Dialogue, PendingTurn
 from webapp.people.playground import PlaygroundForm, playground_start
@@ -16,12 +17,12 @@ from webapp.tasks.models import Task
 
 
 @researcher_required
-def playground_new(request: HttpRequest, task_id: int) -> HttpResponse:
+def playground_new(request: SignedInRequest, task_id: int) -> HttpResponse:
     task = get_object_or_404(Task.objects.select_related("task_set"), pk=task_id)
     form = PlaygroundForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            run = playground_start(task=task, user=request.user, **form.cleaned_data)  # type: ignore[arg-type]
+            run = playground_start(task=task, user=request.user, **form.cleaned_data)
         except RunConfigError as error:
             for problem in error.problems:
                 form.add_error(None, problem.message)
@@ -31,7 +32,7 @@ def playground_new(request: HttpRequest, task_id: int) -> HttpResponse:
 
 
 @researcher_required
-def playground_wait(request: HttpRequest, run_id: int) -> HttpResponse:
+def playground_wait(request: SignedInRequest, run_id: int) -> HttpResponse:
     """While the model speaks: polls until the person's turn comes (then opens it) or the
     dialogue ends (then links to it)."""
     run = get_object_or_404(Run, pk=run_id, created_by=request.user)

@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from webapp.accounts.models import User
+from webapp.accounts.requests import SignedInRequest
 from webapp.core.permissions import researcher_required
 from webapp.dialogues.models import PendingTurn
 from webapp.people import selectors, services
@@ -30,14 +31,10 @@ TURNS_PER_PAGE = 25
 TURN_TEMPLATE = "people/turn.html"
 
 
-def _user(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
-
-
-def _pending(request: HttpRequest, pk: int) -> PendingTurn:
+def _pending(request: SignedInRequest, pk: int) -> PendingTurn:
     """The turn, if this user may see it (404 otherwise: its existence is not theirs to know)."""
     try:
-        return selectors.pending_for(pk=pk, user=_user(request))
+        return selectors.pending_for(pk=pk, user=request.user)
     except PendingTurn.DoesNotExist:
         raise Http404("No such turn for you.") from None
 
@@ -51,10 +48,10 @@ def _holder(pending: PendingTurn, user: User) -> User | None:
 
 
 @require_GET
-def inbox(request: HttpRequest) -> HttpResponse:
+def inbox(request: SignedInRequest) -> HttpResponse:
     # Time-outs are applied lazily here, so a turn past its deadline is never offered.
     services.pending_expire()
-    user = _user(request)
+    user = request.user
     page = Paginator(selectors.inbox(user=user), TURNS_PER_PAGE).get_page(request.GET.get("page"))
     rows = [{"pending": pending, "holder": _holder(pending, user)} for pending in page]
     waiting = selectors.runs_playing_my_answers(user=user)
@@ -87,7 +84,7 @@ def _outcome(pending: PendingTurn, user: User) -> dict[str, Any]:
 
 
 def _render_turn(
-    request: HttpRequest,
+    request: SignedInRequest,
     pending: PendingTurn,
     *,
     composer: AnswerForm | None = None,
@@ -96,7 +93,7 @@ def _render_turn(
     end_form: EndForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    user = _user(request)
+    user = request.user
     context: dict[str, Any] = {
         "pending": pending,
         "composer": composer,
@@ -128,10 +125,10 @@ def _other_side(pending: PendingTurn) -> str:
 
 
 @require_http_methods(["GET", "POST"])
-def turn(request: HttpRequest, pk: int) -> HttpResponse:
+def turn(request: SignedInRequest, pk: int) -> HttpResponse:
     """GET: hold the turn and show it; POST: send the answer."""
     pending = _pending(request, pk)
-    user = _user(request)
+    user = request.user
     if request.method == "POST":
         return _answer(request, pending)
     if pending.status != PendingTurn.Status.OPEN:
@@ -141,14 +138,12 @@ def turn(request: HttpRequest, pk: int) -> HttpResponse:
     return _render_turn(request, pending, composer=AnswerForm(initial={"text": pending.draft}))
 
 
-def _answer(request: HttpRequest, pending: PendingTurn) -> HttpResponse:
+def _answer(request: SignedInRequest, pending: PendingTurn) -> HttpResponse:
     form = AnswerForm(request.POST)
     if not form.is_valid():
         return _render_turn(request, pending, composer=form, status=400)
     try:
-        services.pending_answer(
-            pending=pending, user=_user(request), text=form.cleaned_data["text"]
-        )
+        services.pending_answer(pending=pending, user=request.user, text=form.cleaned_data["text"])
     except services.TurnTaken as refused:
         # Their text stays on the page, so nothing they wrote is lost.
         return _render_turn(request, pending, composer=form, taken=str(refused), status=409)
@@ -156,21 +151,21 @@ def _answer(request: HttpRequest, pending: PendingTurn) -> HttpResponse:
 
 
 @require_POST
-def turn_draft(request: HttpRequest, pk: int) -> HttpResponse:
+def turn_draft(request: SignedInRequest, pk: int) -> HttpResponse:
     """Autosave of the composer: keeps the draft and renews the hold."""
     pending = _pending(request, pk)
     saved = services.pending_draft_save(
-        pending=pending, user=_user(request), text=request.POST.get("text", "")
+        pending=pending, user=request.user, text=request.POST.get("text", "")
     )
     return render(request, f"{TURN_TEMPLATE}#draft-status", {"saved": saved})
 
 
 @require_GET
-def turn_next(request: HttpRequest, pk: int) -> HttpResponse:
+def turn_next(request: SignedInRequest, pk: int) -> HttpResponse:
     """Polled after answering: moves the page to the dialogue's next turn for this person, or
     shows how the dialogue ended and stops the polling."""
     pending = _pending(request, pk)
-    outcome = _outcome(pending, _user(request))
+    outcome = _outcome(pending, request.user)
     if outcome["following"] is not None:
         return HttpResponseClientRedirect(reverse("people_turn", args=[outcome["following"].pk]))
     response = render(request, f"{TURN_TEMPLATE}#outcome", {"pending": pending, **outcome})
@@ -181,7 +176,7 @@ def turn_next(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @researcher_required
-def turn_reassign(request: HttpRequest, pk: int) -> HttpResponse:
+def turn_reassign(request: SignedInRequest, pk: int) -> HttpResponse:
     pending = _pending(request, pk)
     people = selectors.reassign_choices(pending=pending)
     form = ReassignForm(request.POST, prefix="reassign", people=people)
@@ -190,7 +185,7 @@ def turn_reassign(request: HttpRequest, pk: int) -> HttpResponse:
     to: User | None = form.cleaned_data["to"]
     try:
         services.pending_reassign(
-            pending=pending, to=to, reason=form.cleaned_data["reason"], by=_user(request)
+            pending=pending, to=to, reason=form.cleaned_data["reason"], by=request.user
         )
     except services.TurnTaken as refused:
         messages.error(request, str(refused))
@@ -202,13 +197,13 @@ def turn_reassign(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @researcher_required
-def turn_end(request: HttpRequest, pk: int) -> HttpResponse:
+def turn_end(request: SignedInRequest, pk: int) -> HttpResponse:
     pending = _pending(request, pk)
     form = EndForm(request.POST, prefix="end")
     if not form.is_valid():
         return _render_turn(request, pending, end_form=form, status=400)
     try:
-        services.pending_end(pending=pending, reason=form.cleaned_data["reason"], by=_user(request))
+        services.pending_end(pending=pending, reason=form.cleaned_data["reason"], by=request.user)
     except services.TurnTaken as refused:
         messages.error(request, str(refused))
     else:

@@ -38,7 +38,9 @@ def template_field_name(template: str) -> str:
     return f"{TEMPLATE_PREFIX}{template}"
 
 
-class ProtocolForm(forms.ModelForm):
+# ModelForm[Protocol] would fail at run time: Django's ModelForm is not subscriptable (without
+# django_stubs_ext.monkeypatch()).
+class ProtocolForm(forms.ModelForm):  # type: ignore[type-arg]
     """A protocol with its prompt templates, one text box each, pre-filled with the defaults."""
 
     mode = forms.ChoiceField(choices=Protocol.Mode.choices, initial=Protocol.Mode.DIDACTIC)
@@ -114,7 +116,9 @@ def _applies_to(name: str) -> str:
     return "" if set(modes) == set(MODES) else " ".join(modes)
 
 
-def _model_choice(label: str, help_text: str, required: bool = False) -> forms.ModelChoiceField:
+def _model_choice(
+    label: str, help_text: str, required: bool = False
+) -> forms.ModelChoiceField[ModelSpec]:
     # Retired models are not offered (model_choices).
     return forms.ModelChoiceField(
         queryset=model_choices(), required=required, label=label, help_text=help_text

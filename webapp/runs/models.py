@@ -15,8 +15,9 @@ from webapp.core import queues
 class Protocol(models.Model):
     """How a static task becomes a dialogue: mode, turn limit, what the teacher sees, prompts."""
 
-    # The modes, self-correction styles and their rules are models_gpu.spec.protocol's.
-    Mode = models.TextChoices(
+    # The modes, self-correction styles and their rules are models_gpu.spec.protocol's. (Enum's
+    # functional API, which the stubs do not type for TextChoices.)
+    Mode = models.TextChoices(  # type: ignore[call-overload]
         "Mode", [(mode.upper(), (mode, label)) for mode, label in MODES.items()]
     )
 
@@ -24,7 +25,7 @@ class Protocol(models.Model):
     mode = models.CharField(max_length=32, choices=Mode.choices, default=Mode.DIDACTIC)
     max_turns = models.PositiveSmallIntegerField(default=5)
 
-    SelfCorrection = models.TextChoices(
+    SelfCorrection = models.TextChoices(  # type: ignore[call-overload]
         "SelfCorrection",
         [(style.upper(), (style, label)) for style, label in SELF_CORRECTION_STYLES.items()],
     )

@@ -44,7 +44,7 @@ from webapp.tasks.models import Task, TaskSet
 logger = logging.getLogger(__name__)
 
 # The worker task that plays each kind of run (on the gpu queue: settings.CELERY_TASK_ROUTES).
-RUN_TASKS = {
+RUN_TASKS: dict[str, str] = {
     Run.Kind.EVAL: "workers.tasks.run_evaluation",
     Run.Kind.TRAIN: "workers.tasks.run_training",
 }
@@ -218,6 +218,7 @@ def evaluation_run_from_config(
     """Create a queued evaluation run of a configuration already checked (by
     ``evaluation_config``, or frozen at a training launch) and dispatch it after commit;
     ``people`` as ``evaluation_run_create`` says."""
+    assert config.protocol.id is not None, "a run's protocol is a stored one"
     roles = config.roles()
     models = {
         role: ModelSpec.objects.get(pk=spec.id) if spec is not None and spec.id else None

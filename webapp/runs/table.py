@@ -133,10 +133,10 @@ def table_page(
     the database and not grouped, only the page's runs are counted; otherwise every run is."""
     key, _ = split_sort(sort)
     if key in DATABASE_SORTS and not grouping:
-        page = Paginator(database_order(runs, sort), RUNS_PER_PAGE).get_page(page_number)
-        summaries = run_summaries(runs=page.object_list)
-        rows = [RunRow(run, summaries.get(run.pk)) for run in page.object_list]
-        return page, [RowGroup("", rows)]
+        run_page = Paginator(database_order(runs, sort), RUNS_PER_PAGE).get_page(page_number)
+        summaries = run_summaries(runs=run_page)
+        rows = [RunRow(run, summaries.get(run.pk)) for run in run_page]
+        return run_page, [RowGroup("", rows)]
     every_row = sorted_rows(runs, sort)
     page = Paginator(every_row, RUNS_PER_PAGE).get_page(page_number)
     if not grouping:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import csv
 import json
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -13,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRefresh, HttpResponseStopPolling
 
+from webapp.accounts.requests import SignedInRequest
 from webapp.core.figure_export import requested_download
 from webapp.core.permissions import researcher_required
 from webapp.core.plotly_csp import allows_plotly
@@ -98,20 +100,20 @@ def run_relabel(request: HttpRequest, pk: int) -> HttpResponse:
         )
         messages.success(request, "Saved the name and tags.")
     else:
-        problems = "; ".join(error for errors in form.errors.values() for error in errors)
+        problems = "; ".join(str(error) for errors in form.errors.values() for error in errors)
         messages.error(request, f"Nothing saved: {problems}")
     return redirect("run_detail", pk=run.pk)
 
 
 @researcher_required
-def run_create(request: HttpRequest) -> HttpResponse:
+def run_create(request: SignedInRequest) -> HttpResponse:
     form = EvaluationRunForm(request.POST or None, initial=request.GET.dict())
     if request.method == "POST" and form.is_valid():
         run = services.evaluation_run_create(
             name=form.cleaned_data["name"],
             **form.launch_arguments(),
             people=form.chosen_people(),
-            created_by=request.user,  # type: ignore[arg-type]
+            created_by=request.user,
         )
         return redirect("run_detail", pk=run.pk)
     return render(request, "runs/run_form.html", {"form": form})
@@ -126,7 +128,7 @@ def _chart_curve(run: Run, curve: AccuracyCurve) -> Curve:
     return Curve(f"#{run.pk} {run.name}", curve, selectors.run_max_turns(run))
 
 
-def _live_context(request: HttpRequest, run: Run) -> dict[str, object]:
+def _live_context(request: HttpRequest, run: Run) -> dict[str, Any]:
     """Metrics, accounting and the chart (with the overlaid runs) of one run: a fixed number of
     queries whatever the number of dialogues."""
     metrics = selectors.run_metrics(run=run)
@@ -218,13 +220,13 @@ def run_live(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
-def run_wait_note(request: HttpRequest, pk: int) -> HttpResponse:
+def run_wait_note(request: SignedInRequest, pk: int) -> HttpResponse:
     """The polled note by a queued run: what it waits for. Once a worker took the run (or it
     ended) the note goes, and polling stops. For researchers, and for the run's people (on
     their turn page and inbox), who are told what the worker is busy with but not which of
     others' runs."""
     run = get_object_or_404(Run, pk=pk)
-    if not (request.user.is_researcher or run.people.filter(pk=request.user.pk).exists()):  # type: ignore[union-attr]
+    if not (request.user.is_researcher or run.people.filter(pk=request.user.pk).exists()):
         raise PermissionDenied("Only researchers and the run's people can see what it waits for.")
     wait = waits.run_wait(run)
     response = render(request, "runs/partials/_run_wait.html", {"run": run, "wait": wait})

@@ -19,7 +19,9 @@ def validate_field_size(value: Any) -> None:
         raise forms.ValidationError(f"This field {too_large}.")
 
 
-class TaskSetForm(forms.ModelForm):
+# ModelForm[TaskSet] would fail at run time: Django's ModelForm is not subscriptable (without
+# django_stubs_ext.monkeypatch()).
+class TaskSetForm(forms.ModelForm):  # type: ignore[type-arg]
     class Meta:
         model = TaskSet
         fields = ["name", "description"]
@@ -43,7 +45,9 @@ class JSONObjectField(forms.CharField):
 
     widget = forms.Textarea(attrs={"rows": 3, "class": "mono"})
 
-    def to_python(self, value: Any) -> dict[str, Any]:
+    # Parses the text: the stubs type a CharField's value as text only (Django's own JSONField,
+    # a CharField too, parses like this).
+    def to_python(self, value: Any) -> dict[str, Any]:  # type: ignore[override]
         text = (super().to_python(value) or "").strip()
         if not text:
             return {}
@@ -146,8 +150,8 @@ class TaskForm(forms.Form):
             self.add_error(target, f"{problem.message[0].upper()}{problem.message[1:]}.")
         if not reference and not self.errors:
             self.add_error("answer", "Give the private reference: an answer, tests or fields.")
-        for problem in verifier_config_problems(kind, cleaned.get("verifier_config") or {}):
-            self.add_error("verifier_config", f"The {kind} verifier: {problem}.")
+        for message in verifier_config_problems(kind, cleaned.get("verifier_config") or {}):
+            self.add_error("verifier_config", f"The {kind} verifier: {message}.")
         cleaned["reference"] = reference
         cleaned["tags"] = [t.strip() for t in (cleaned.get("tags") or "").split(",") if t.strip()]
         cleaned["shards"] = [

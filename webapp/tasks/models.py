@@ -39,8 +39,9 @@ class TaskSet(models.Model):
 class Task(models.Model):
     """One verifiable task: what the student sees and what only the teacher and verifier see."""
 
-    # The kinds and their options are models_gpu.spec.verifiers'.
-    VerifierKind = models.TextChoices(
+    # The kinds and their options are models_gpu.spec.verifiers'. (The stubs lack the functional
+    # API of enums, which makes a class from a list of members.)
+    VerifierKind = models.TextChoices(  # type: ignore[call-overload]
         "VerifierKind", [(kind.upper(), (kind, v.label)) for kind, v in VERIFIERS.items()]
     )
 
@@ -173,7 +174,7 @@ class TaskImport(models.Model):
         return min(100, round(100 * self.progress_done / self.progress_total))
 
 
-GENERATION_STATUS_LABELS = {
+GENERATION_STATUS_LABELS: dict[str, str] = {
     TaskImport.Status.RUNNING: "Generating",
     TaskImport.Status.SUCCEEDED: "Generated",
 }

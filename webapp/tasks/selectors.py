@@ -74,7 +74,8 @@ def task_payloads(*, task_set_id: int) -> list[dict[str, Any]]:
 
 
 def task_payload(*, task_id: int) -> dict[str, Any]:
-    return Task.objects.values(*TASK_PAYLOAD_FIELDS).get(pk=task_id)
+    payload: dict[str, Any] = Task.objects.values(*TASK_PAYLOAD_FIELDS).get(pk=task_id)
+    return payload
 
 
 def probe_to_verify(*, probe_id: int) -> tuple[dict[str, Any], str]:

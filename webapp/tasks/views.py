@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render, resolve_url
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
+from webapp.accounts.requests import SignedInRequest
 from webapp.core.permissions import researcher_required
 from webapp.core.rendering import render_markdown
 from webapp.tasks import exporting, selectors, services
@@ -20,11 +21,7 @@ TASK_SETS_PER_PAGE = 25
 TASKS_PER_PAGE = 50
 
 
-def _user(request: HttpRequest):  # type: ignore[no-untyped-def]
-    return request.user
-
-
-def _go(request: HttpRequest, to: str, **kwargs: object) -> HttpResponse:
+def _go(request: SignedInRequest, to: str, **kwargs: object) -> HttpResponse:
     """A redirect that moves the whole page, from an htmx request too: after a change landed in
     a new version, the header, the address and the banners must all say which version it is."""
     url = resolve_url(to, **kwargs)
@@ -64,7 +61,7 @@ def _versions(task_set: TaskSet) -> Versions:
 
 
 @researcher_required
-def task_set_list(request: HttpRequest) -> HttpResponse:
+def task_set_list(request: SignedInRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
     page = Paginator(selectors.task_set_list(query=query), TASK_SETS_PER_PAGE).get_page(
         request.GET.get("page")
@@ -77,26 +74,26 @@ def task_set_list(request: HttpRequest) -> HttpResponse:
 
 
 @researcher_required
-def task_set_create(request: HttpRequest) -> HttpResponse:
+def task_set_create(request: SignedInRequest) -> HttpResponse:
     form = TaskSetForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         task_set = services.task_set_create(
             name=form.cleaned_data["name"],
             description=form.cleaned_data["description"],
-            created_by=_user(request),
+            created_by=request.user,
         )
         return redirect("task_set_detail", pk=task_set.pk)
     return render(request, "tasks/task_set_form.html", {"form": form})
 
 
 @researcher_required
-def task_set_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def task_set_detail(request: SignedInRequest, pk: int) -> HttpResponse:
     """The set's tasks, with a quick-add form for short-answer tasks."""
     task_set = get_object_or_404(TaskSet, pk=pk)
     form = TaskForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            change = services.task_add(task_set=task_set, **form.task_fields(), user=_user(request))
+            change = services.task_add(task_set=task_set, **form.task_fields(), user=request.user)
         except services.OlderVersion as refusal:
             messages.error(request, str(refusal))
             return _go(request, "task_set_detail", pk=task_set.pk)
@@ -141,9 +138,9 @@ def task_set_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 @require_POST
-def task_set_duplicate(request: HttpRequest, pk: int) -> HttpResponse:
+def task_set_duplicate(request: SignedInRequest, pk: int) -> HttpResponse:
     task_set = get_object_or_404(TaskSet, pk=pk)
-    copy = services.task_set_duplicate(task_set=task_set, created_by=_user(request))
+    copy = services.task_set_duplicate(task_set=task_set, created_by=request.user)
     messages.success(request, f"Duplicated {task_set} as {copy}.")
     return redirect("task_set_detail", pk=copy.pk)
 
@@ -164,12 +161,12 @@ def task_set_delete(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @researcher_required
-def task_create(request: HttpRequest, pk: int) -> HttpResponse:
+def task_create(request: SignedInRequest, pk: int) -> HttpResponse:
     task_set = get_object_or_404(TaskSet, pk=pk)
     form = TaskForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            change = services.task_add(task_set=task_set, **form.task_fields(), user=_user(request))
+            change = services.task_add(task_set=task_set, **form.task_fields(), user=request.user)
         except services.OlderVersion as refusal:
             messages.error(request, str(refusal))
             return redirect("task_set_detail", pk=task_set.pk)
@@ -189,7 +186,7 @@ def _same_task_in(task_set: TaskSet | None, task: Task) -> Task | None:
 
 
 @researcher_required
-def task_edit(request: HttpRequest, pk: int, task_id: int) -> HttpResponse:
+def task_edit(request: SignedInRequest, pk: int, task_id: int) -> HttpResponse:
     task = get_object_or_404(Task.objects.select_related("task_set"), pk=task_id, task_set_id=pk)
     form = TaskForm(request.POST or None, initial=TaskForm.initial_from(task))
     if request.method == "POST" and form.is_valid():
@@ -202,7 +199,7 @@ def task_edit(request: HttpRequest, pk: int, task_id: int) -> HttpResponse:
             messages.info(request, "Nothing changed.")
             return redirect("task_edit", pk=pk, task_id=task.pk)
         try:
-            change = services.task_update(task=task, changes=changes, user=_user(request))
+            change = services.task_update(task=task, changes=changes, user=request.user)
         except services.OlderVersion as refusal:
             messages.error(request, str(refusal))
             return redirect("task_edit", pk=pk, task_id=task.pk)
@@ -226,10 +223,10 @@ def task_edit(request: HttpRequest, pk: int, task_id: int) -> HttpResponse:
 
 @researcher_required
 @require_POST
-def task_delete(request: HttpRequest, pk: int, task_id: int) -> HttpResponse:
+def task_delete(request: SignedInRequest, pk: int, task_id: int) -> HttpResponse:
     task = get_object_or_404(Task, pk=task_id, task_set_id=pk)
     try:
-        change = services.task_delete(task=task, user=_user(request))
+        change = services.task_delete(task=task, user=request.user)
     except services.OlderVersion as refusal:
         messages.error(request, str(refusal))
         return redirect("task_edit", pk=pk, task_id=task.pk)
@@ -248,13 +245,13 @@ def markdown_preview(request: HttpRequest) -> HttpResponse:
 
 @researcher_required
 @require_POST
-def probe_create(request: HttpRequest, pk: int, task_id: int) -> HttpResponse:
+def probe_create(request: SignedInRequest, pk: int, task_id: int) -> HttpResponse:
     task = get_object_or_404(Task, pk=task_id, task_set_id=pk)
     form = ProbeForm(request.POST)
     if not form.is_valid():
         return render(request, "tasks/partials/_probe.html", {"probe_form": form, "task": task})
     probe = services.probe_create(
-        task=task, response=form.cleaned_data["response"], user=_user(request)
+        task=task, response=form.cleaned_data["response"], user=request.user
     )
     return render(request, "tasks/partials/_probe.html", {"probe": probe, "task": task})
 
@@ -270,11 +267,11 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
 
 
 @researcher_required
-def task_set_generate(request: HttpRequest) -> HttpResponse:
+def task_set_generate(request: SignedInRequest) -> HttpResponse:
     """Generate a task set procedurally; changing the family (htmx) swaps in its settings."""
     form = GenerationForm(request.POST or None, initial=request.GET.dict())
     if request.method == "POST" and form.is_valid():
-        task_import = generation_create(**form.job_fields(), created_by=_user(request))
+        task_import = generation_create(**form.job_fields(), created_by=request.user)
         return redirect("task_import_detail", pk=task_import.pk)
     if request.htmx:
         return render(request, "tasks/task_set_generate.html#form", {"form": form})

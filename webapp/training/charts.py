@@ -42,7 +42,7 @@ SHARES = {
     Curve.ZERO_VARIANCE_GROUPS,
     Curve.QUESTION_RATE,
 }
-LABELS = {Curve.ROLLOUT_SECONDS: "rollout", Curve.UPDATE_SECONDS: "update"}
+LABELS: dict[str, str] = {Curve.ROLLOUT_SECONDS: "rollout", Curve.UPDATE_SECONDS: "update"}
 
 
 def training_panels(config: TrainingRunConfig) -> tuple[Panel, ...]:

@@ -15,6 +15,7 @@ from models_gpu.spec.training import (
     SETTING_APPLIES,
     SETTINGS_BY_NAME,
     TRAINING_SETTINGS,
+    MethodId,
     TrainingConfig,
     training_config_problems,
 )
@@ -116,7 +117,9 @@ class TrainingForm(_LaunchForm):
         self.reader = reader
         for setting in TRAINING_SETTINGS:
             self.fields[setting.name] = setting_field(setting)
-        self.fields["method"].choices = [(name, m.label) for name, m in METHODS.items()]
+        method = self.fields["method"]
+        assert isinstance(method, forms.ChoiceField)  # a setting with choices (setting_field)
+        method.choices = [(name, m.label) for name, m in METHODS.items()]
 
     @property
     def selection_query(self) -> str:
@@ -140,13 +143,13 @@ class TrainingForm(_LaunchForm):
         if self.counts().dialogues == 0:
             self.add_error("selection", NOTHING_TO_TRAIN)
         if "base_model" in cleaned and "method" in cleaned:
-            problem = previewed_template_problem(
+            found = previewed_template_problem(
                 reader=self.reader, base_model=cleaned["base_model"], method=cleaned["method"]
             )
-            if problem:
+            if found:
                 self.add_error(
                     "method",
-                    f"The latest preview of {cleaned['base_model'].name} found: {problem} Choose "
+                    f"The latest preview of {cleaned['base_model'].name} found: {found} Choose "
                     "another method, or preview again once the base model is fixed.",
                 )
         values = {s.name: cleaned[s.name] for s in TRAINING_SETTINGS if s.name in cleaned}
@@ -198,7 +201,7 @@ ONLINE_FIELDS = ("task_set", "protocol", "teacher", "single_turn_baseline")
 ONLINE_EPOCHS_HELP = (
     "Passes over the training tasks, each played group_size times (when max_steps is 0)."
 )
-PRIMING_METHOD = "qpriming"  # the default: the papers prime with Q-priming before RL
+PRIMING_METHOD: MethodId = "qpriming"  # the default: the papers prime with Q-priming before RL
 PRIMING_FIELDS = ("priming_selection", "priming_method", "priming_epochs", "priming_learning_rate")
 
 

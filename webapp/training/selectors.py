@@ -32,14 +32,14 @@ CHUNK = 500
 TURN_FIELDS = tuple(field.name for field in fields(TurnRow))  # the Turn columns of those names
 
 
-def selected_dialogues(*, filters: DialogueFilters, reader: User) -> QuerySet[Dialogue]:
+def selected_dialogues(*, filters: DialogueFilters, reader: User | None) -> QuerySet[Dialogue]:
     """The dialogues a transcript filter selects for training, in id order."""
     searches_turns = search.searches_turns(filters.search)
     chosen = selectors.dialogue_list(filters=filters, reader=reader, searches_turns=searches_turns)
     return chosen.order_by("pk")
 
 
-def selection_dialogues(*, selection: str, reader: User) -> QuerySet[Dialogue]:
+def selection_dialogues(*, selection: str, reader: User | None) -> QuerySet[Dialogue]:
     """The dialogues the transcript filter ``selection`` (the transcript list's query string)
     selects for ``reader``'s training, in id order; an invalid parameter is ignored, as the
     transcript list ignores it."""
@@ -90,8 +90,11 @@ def training_dialogues(dialogues: QuerySet[Dialogue]) -> Iterator[TrainingDialog
         if not chunk:
             return
         last = chunk[-1]
-        rows = Dialogue.objects.filter(pk__in=chunk).order_by("pk")
-        rows = rows.values("pk", "run_id", "task__prompt", "task__reference", "task__shards")
+        rows = (
+            Dialogue.objects.filter(pk__in=chunk)
+            .order_by("pk")
+            .values("pk", "run_id", "task__prompt", "task__reference", "task__shards")
+        )
         turns: dict[int, list[TurnRow]] = {pk: [] for pk in chunk}
         for turn in Turn.objects.filter(dialogue_id__in=chunk).order_by("dialogue_id", "index"):
             turns[turn.dialogue_id].append(TurnRow(**{f: getattr(turn, f) for f in TURN_FIELDS}))
@@ -162,7 +165,7 @@ class PreviewSelection:
 def preview_selection(*, preview_id: int, sample_size: int) -> PreviewSelection:
     preview = TrainingPreview.objects.select_related("base_model", "created_by").get(pk=preview_id)
     reader = preview.created_by
-    dialogues = selection_dialogues(selection=preview.selection, reader=reader)  # type: ignore[arg-type]
+    dialogues = selection_dialogues(selection=preview.selection, reader=reader)
     return PreviewSelection(
         base_model=preview.base_model.location,
         training=TrainingConfig.from_json(preview.training_config),

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from models_gpu.spec.online import OnlineConfig
 from models_gpu.spec.reports import PreviewResult
-from models_gpu.spec.run import RunConfig, RunConfigError
+from models_gpu.spec.run import RoleSpec, RunConfig, RunConfigError
 from models_gpu.spec.training import TrainingConfig, TrainingDialogue
 from models_gpu.spec.training_run import (
     NOTHING_TO_TRAIN,
@@ -94,6 +94,13 @@ def dataset_ref(snapshot: DatasetSnapshot) -> DatasetRef:
     )
 
 
+def _role_spec(model: ModelSpec) -> RoleSpec:
+    """``runs.role_spec`` of a model that is there (a base, a trained model): never None."""
+    spec = runs.role_spec(model)
+    assert spec is not None
+    return spec
+
+
 def training_run_config(
     *,
     base: ModelSpec,
@@ -105,7 +112,7 @@ def training_run_config(
     """The frozen configuration of a training run; ``RunConfigError`` listing every problem
     (by field) when it could not run."""
     config = TrainingRunConfig(
-        base=runs.role_spec(base),  # type: ignore[arg-type]  # a base is never None
+        base=_role_spec(base),
         dataset=dataset_ref(snapshot),
         training=training,
         evaluation=evaluation,
@@ -132,7 +139,7 @@ def online_training_run_config(
     priming stage on ``priming_snapshot`` comes first. ``RunConfigError`` listing every problem
     when it could not run."""
     config = TrainingRunConfig(
-        base=runs.role_spec(base),  # type: ignore[arg-type]  # a base is never None
+        base=_role_spec(base),
         dataset=dataset_ref(priming_snapshot) if priming_snapshot else None,
         training=training,
         evaluation=evaluation,
@@ -151,12 +158,14 @@ def training_run_create(*, name: str, config: TrainingRunConfig, created_by: Use
     """Create a queued training run and dispatch it (on the batch queue) after commit."""
     evaluation = config.evaluation
     assert evaluation is not None, "a training run is evaluated on held-out tasks"
+    protocol_id, student_id = evaluation.protocol.id, config.base.id
+    assert protocol_id is not None and student_id is not None, "made from the database's rows"
     run = Run.objects.create(
         name=name,
         kind=Run.Kind.TRAIN,
         task_set_id=evaluation.task_set.id,
-        protocol_id=evaluation.protocol.id,
-        student_id=config.base.id,
+        protocol_id=protocol_id,
+        student_id=student_id,
         config=config.to_json(),
         config_hash=config.config_hash(),
         created_by=created_by,
@@ -275,7 +284,7 @@ def evaluations_launch(*, run_id: int, trained: ModelSpec) -> list[Run]:
             created_by=run.created_by,
         )
     launched.append(base_run)
-    trained_config = config.trained_evaluation(runs.role_spec(trained))  # type: ignore[arg-type]
+    trained_config = config.trained_evaluation(_role_spec(trained))
     assert trained_config is not None
     existing = Run.objects.filter(kind=Run.Kind.EVAL, student=trained).first()
     launched.append(

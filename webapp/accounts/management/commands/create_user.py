@@ -18,6 +18,6 @@ class Command(create_researcher.Command):
         super().add_arguments(parser)
         parser.add_argument("--role", choices=User.Role.values, default=User.Role.ANNOTATOR)
 
-    def handle(self, *args: Any, role: str, **options: Any) -> None:
-        self.role = role
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.role = options.pop("role")
         super().handle(*args, **options)

@@ -4,12 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from webapp.demo.services import (
-    DEMO_PASSWORD,
-    DEMO_USERNAME,
-    demo_house_run_create,
-    demo_project_create,
-)
+from webapp.accounts.services import DEMO_USERNAME
+from webapp.demo.services import DEMO_PASSWORD, demo_house_run_create, demo_project_create
 
 
 class Command(BaseCommand):
