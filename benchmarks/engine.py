@@ -18,8 +18,8 @@ verification, the teacher, and persistence.
 
 Persistence: each finished dialogue becomes the worker's own row
 (``models_gpu.results.dialogue_row``: the dialogue and its turns, NUL characters made storable)
-and goes to a JSONL file, written and flushed as each batch finishes. Django is set up only for
-that import; no database is opened, so the bulk inserts the worker does on top are not measured.
+and goes to a JSONL file, written and flushed as each batch finishes. No database is opened
+(models_gpu imports no Django), so the bulk inserts the worker does on top are not measured.
 
 vLLM starts worker processes with spawn: everything that builds a generator runs under
 ``if __name__ == "__main__":``.
