@@ -17,7 +17,7 @@ Two differences from Django's paginator, both for lists of 100,000 dialogues and
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
@@ -73,11 +73,15 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]
         """``ids``: the list's primary keys in its order (a ``values_list("pk", flat=True)``);
         ``load``: the rows for some ids, in that order; ``page``: the page number asked for."""
         super().__init__(ids, per_page)
-        self.ids = ids
         self.load = load
         self.requested = page
         self.counts_to_page_end = count_limit <= page * self.per_page
         self.count_limit = max(count_limit, page * self.per_page)
+
+    @property
+    def ids(self) -> QuerySet[Any]:
+        """The list's primary keys, as given (Paginator types its object list more loosely)."""
+        return cast("QuerySet[Any]", self.object_list)
 
     @cached_property
     def count(self) -> int:
