@@ -98,6 +98,9 @@ class Generation:
     completion_tokens: int
     latency_ms: float
     token_ids: tuple[int, ...] = ()
+    # Prompt tokens whose keys and values the backend reused rather than computed (its prefix
+    # cache); 0 where a backend does not say. Read by benchmarks, not stored.
+    cached_prompt_tokens: int = 0
 
 
 class Generator(Protocol):

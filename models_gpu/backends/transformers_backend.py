@@ -13,6 +13,10 @@ other key is refused by name). A request's own ``max_new_tokens`` caps the param
 The checkpoint's own ``generation_config.json`` sampling defaults are not used: these params, with
 the defaults above, decide. Its end-of-sequence ids are (with the tokenizer's).
 
+Later rounds: the generator keeps each dialogue's keys and values from its last call (up to
+``prefix_cache_mib``), so a round prefills only what was added since the dialogue's last round
+(``models_gpu.backends.prefix_cache``); ``cached_prompt_tokens`` says how many were reused.
+
 Results: ``text`` is the new tokens up to the first end-of-sequence token, decoded without
 special tokens. ``prompt_tokens`` counts the prompt's real tokens (no padding);
 ``completion_tokens`` the new tokens up to and including that first end-of-sequence token, and
@@ -41,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from models_gpu.backends.prefix_cache import Layout, PrefixCache, Row, lay_out, prefixes_after
 from models_gpu.backends.prompting import chat_messages
 from models_gpu.devices import resolve_device, resolve_dtype
 from models_gpu.spec.backends import read_backend_params
@@ -63,6 +68,7 @@ class TransformersOptions:
     device: str
     dtype: str
     micro_batch_size: int
+    prefix_cache_mib: int
 
 
 def parse_params(params: Mapping[str, Any]) -> TransformersOptions:
@@ -136,6 +142,10 @@ class TransformersGenerator:
         self.location = location
         self.options = options
         self._loaded = loaded
+        # Keys and values of each dialogue's last call (prefix_cache.py); None when turned off.
+        self._prefixes = (
+            PrefixCache(options.prefix_cache_mib * 2**20) if options.prefix_cache_mib else None
+        )
 
     def __repr__(self) -> str:
         return f"TransformersGenerator(location={self.location!r}, options={self.options!r})"
@@ -161,45 +171,77 @@ class TransformersGenerator:
         prompt_ids: list[list[int]] = self._loaded.tokenizer(
             self.prompts(requests), add_special_tokens=False
         )["input_ids"]
-        # Similar lengths share a micro-batch, so little compute goes to padding.
-        order = sorted(range(len(requests)), key=lambda index: len(prompt_ids[index]))
-        results: dict[int, Generation] = {}
-        size = self.options.micro_batch_size
-        for start in range(0, len(order), size):
-            chunk = order[start : start + size]
-            generations = self._generate_micro_batch(
-                [requests[index] for index in chunk], [prompt_ids[index] for index in chunk]
+        with self._loaded.lock:
+            rows = [
+                self._row(request, ids) for request, ids in zip(requests, prompt_ids, strict=True)
+            ]
+            # Similar lengths share a micro-batch, so little compute goes to padding.
+            order = sorted(
+                range(len(rows)), key=lambda index: (rows[index].new, len(rows[index].ids))
             )
-            results.update(zip(chunk, generations, strict=True))
+            results: dict[int, Generation] = {}
+            size = self.options.micro_batch_size
+            for start in range(0, len(order), size):
+                chunk = order[start : start + size]
+                generations = self._generate_micro_batch(
+                    [requests[index] for index in chunk], [rows[index] for index in chunk]
+                )
+                results.update(zip(chunk, generations, strict=True))
         return [results[index] for index in range(len(requests))]
 
+    def forget_prefixes(self) -> None:
+        """Drop every kept prefix (a benchmark measures each arm from a cold cache)."""
+        if self._prefixes is not None:
+            self._prefixes = PrefixCache(self._prefixes.budget_bytes)
+
+    def _row(self, request: GenerationRequest, ids: list[int]) -> Row:
+        """The prompt with what of it the dialogue's last call already computed."""
+        if self._prefixes is None:
+            return Row(ids, None, 0)
+        return Row(ids, *self._prefixes.reusable(request.seed, ids))
+
     def _generate_micro_batch(
-        self, requests: list[GenerationRequest], prompt_ids: list[list[int]]
+        self, requests: list[GenerationRequest], rows: list[Row]
     ) -> list[Generation]:
         import torch
 
         loaded = self._loaded
         caps = [min(self.options.max_new_tokens, request.max_new_tokens) for request in requests]
-        width = max(len(ids) for ids in prompt_ids)
-        input_ids = torch.full((len(requests), width), loaded.pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(requests), width), dtype=torch.long)
-        for row, ids in enumerate(prompt_ids):  # left padding: prompts end at the right edge
-            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-            attention_mask[row, width - len(ids) :] = 1
+        layout = lay_out(rows, loaded.pad_id, loaded.device)
         kwargs = self._generate_kwargs(requests, max(caps))
-        with loaded.lock, torch.inference_mode():
+        with torch.inference_mode():
             started = time.perf_counter()
             output = loaded.model.generate(
-                input_ids=input_ids.to(loaded.device),
-                attention_mask=attention_mask.to(loaded.device),
+                input_ids=layout.input_ids,
+                attention_mask=layout.attention_mask,
+                past_key_values=layout.past,
+                return_dict_in_generate=True,
                 **kwargs,
             )
-            new_tokens: list[list[int]] = output[:, width:].tolist()
+            new_tokens: list[list[int]] = output.sequences[:, layout.width :].tolist()
             latency_ms = (time.perf_counter() - started) * 1000
-        return [
-            self._generation(ids[:cap], len(prompt), latency_ms)
-            for ids, cap, prompt in zip(new_tokens, caps, prompt_ids, strict=True)
-        ]
+            generations = [
+                self._generation(ids[:cap], row, latency_ms)
+                for ids, cap, row in zip(new_tokens, caps, rows, strict=True)
+            ]
+            if self._prefixes is not None:
+                self._keep_prefixes(requests, layout, output.past_key_values, generations)
+        return generations
+
+    def _keep_prefixes(
+        self,
+        requests: list[GenerationRequest],
+        layout: Layout,
+        cache: Any,
+        generations: list[Generation],
+    ) -> None:
+        assert self._prefixes is not None
+        prefixes = prefixes_after(layout, cache, [g.token_ids for g in generations])
+        if prefixes is None:  # not all full-attention layers: this model prefills in full
+            self._prefixes = None
+            return
+        for request, prefix in zip(requests, prefixes, strict=True):
+            self._prefixes.store(request.seed, prefix)
 
     def _generate_kwargs(
         self, requests: list[GenerationRequest], max_new_tokens: int
@@ -226,17 +268,18 @@ class TransformersGenerator:
             kwargs["logits_processor"] = LogitsProcessorList([sampler])
         return kwargs
 
-    def _generation(self, new_ids: list[int], prompt_tokens: int, latency_ms: float) -> Generation:
+    def _generation(self, new_ids: list[int], row: Row, latency_ms: float) -> Generation:
         eos_ids = self._loaded.eos_ids
         end = next((i for i, token in enumerate(new_ids) if token in eos_ids), None)
         text_ids = new_ids if end is None else new_ids[:end]
         sampled = new_ids if end is None else new_ids[: end + 1]
         return Generation(
             text=self._loaded.tokenizer.decode(text_ids, skip_special_tokens=True),
-            prompt_tokens=prompt_tokens,
+            prompt_tokens=len(row.ids),
             completion_tokens=len(sampled),
             latency_ms=latency_ms,
             token_ids=tuple(sampled),
+            cached_prompt_tokens=row.reused,
         )
 
 

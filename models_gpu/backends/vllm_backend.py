@@ -24,7 +24,9 @@ Params (all optional; any other key is refused by name):
                             and is set to 1 when the environment does not set it.
 
 Results: ``prompt_tokens`` and ``completion_tokens`` are vLLM's own counts (the prompt's token
-ids after the chat template, the reply's token ids); ``latency_ms`` is the whole batch's call.
+ids after the chat template, the reply's token ids); ``latency_ms`` is the whole batch's call;
+``cached_prompt_tokens`` the prompt tokens its prefix cache (always on) served, so a dialogue's
+later rounds prefill only what they added.
 
 Sampling is per request: each request's seed, mixed with its turn (``turn_seed``), goes into its
 own ``SamplingParams``, so a reply is the same whatever else is in the batch. vLLM starts worker
@@ -86,6 +88,9 @@ class EngineOptions:
             "dtype": self.dtype,
             "tensor_parallel_size": self.tensor_parallel_size,
             "enforce_eager": self.enforce_eager,
+            # A dialogue's later rounds resend its whole conversation; with the prefix cache
+            # they prefill only what was added. vLLM's default, set so that it stays on.
+            "enable_prefix_caching": True,
         }
         if self.max_model_len is not None:
             kwargs["max_model_len"] = self.max_model_len
@@ -198,9 +203,16 @@ class VllmGenerator:
                 completion_tokens=len(output.outputs[0].token_ids),
                 latency_ms=latency_ms,
                 token_ids=tuple(output.outputs[0].token_ids),
+                cached_prompt_tokens=output.num_cached_tokens or 0,
             )
             for output in outputs
         ]
+
+    def forget_prefixes(self) -> None:
+        """Empty the engine's prefix cache (a benchmark measures each arm from a cold cache)."""
+        if self._engine is not None:
+            with self._engine.lock:
+                self._engine.llm.reset_prefix_cache()
 
     def _sampling_params(self, request: GenerationRequest) -> Any:
         from vllm import SamplingParams

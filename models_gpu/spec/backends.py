@@ -119,6 +119,9 @@ BACKENDS: Mapping[str, Backend] = {
             _DTYPE,
             Setting("micro_batch_size", "int",
                     "conversations per forward pass within one batched call", 256, low=1),
+            Setting("prefix_cache_mib", "int",
+                    "keys and values kept between calls, so a dialogue's next round prefills "
+                    "only its new tokens (0 = off)", 1024, low=0),
         ),
     ),
     "vllm": Backend(

@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from models_gpu.backends import load_generator  # noqa: E402
+from models_gpu.backends.prefix_cache import Row  # noqa: E402
 from models_gpu.backends.prompting import PRIVATE_CONTEXT_HEADER  # noqa: E402
 from models_gpu.backends.transformers_backend import (  # noqa: E402
     TransformersGenerator,
@@ -92,10 +93,12 @@ def test_completion_stops_at_the_first_end_of_sequence_token(tiny_model_dir: Pat
     tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model_dir)
     words = tokenizer("The answer is 5.", add_special_tokens=False).input_ids
     end, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    stopped = model._generation([*words, end, pad, pad], prompt_tokens=7, latency_ms=1.0)
+    prompt = Row(ids=list(range(7)), prefix=None, reused=0)
+    stopped = model._generation([*words, end, pad, pad], prompt, latency_ms=1.0)
     assert stopped.text == "The answer is 5."
     assert stopped.completion_tokens == len(words) + 1  # the end token was generated too
-    running = model._generation(words, prompt_tokens=7, latency_ms=1.0)
+    assert stopped.prompt_tokens == 7
+    running = model._generation(words, prompt, latency_ms=1.0)
     assert running.completion_tokens == len(words)
 
 
