@@ -154,6 +154,9 @@ class _Dialogue:
     end_reason: EndReason | None = None
     shards_revealed: int = 0
     person_reply: PersonReply | None = None
+    # Each template as rendered for this dialogue (its values never change), so that a round
+    # does not render the system prompts of every dialogue again.
+    rendered: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def continuing(
@@ -195,9 +198,11 @@ class _Dialogue:
         return len(self.task.shards)
 
     def template(self, name: str) -> str:
-        return render_for_dialogue(
-            self.templates, name, max_turns=self.max_turns, shards_total=self.shards_total
-        )
+        if name not in self.rendered:
+            self.rendered[name] = render_for_dialogue(
+                self.templates, name, max_turns=self.max_turns, shards_total=self.shards_total
+            )
+        return self.rendered[name]
 
     # --- What each speaker sees ---------------------------------------------------------------
 

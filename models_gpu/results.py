@@ -10,6 +10,8 @@ from typing import Any
 from models_gpu.spec.results import DialogueRow, ParkedRow, TurnRow
 from models_gpu.types import DialogueResult, MoveCheck, ParkedDialogue, TurnRecord, Verdict
 
+_SCALARS = (bool, int, float)
+
 
 def storable(value: Any) -> Any:
     """``value`` with every NUL character replaced by U+FFFD, through lists and dicts.
@@ -17,8 +19,10 @@ def storable(value: Any) -> Any:
     Model output is arbitrary text, and a model (an untrained one readily) can emit NUL, which
     PostgreSQL refuses in text and JSON columns: one such reply would fail the whole run.
     """
+    if value is None or type(value) in _SCALARS:  # most values: skip the slow checks below
+        return value
     if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
+        return value.replace("\x00", "\ufffd") if "\x00" in value else value
     if isinstance(value, Mapping):
         return {storable(key): storable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

@@ -10,6 +10,7 @@ a vaguer one.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -56,12 +57,17 @@ def leaks_reference(text: str, reference_answer: str) -> bool:
     answer = reference_answer.strip()
     if not answer:
         return False
-    # "5" leaks in "is 5." but not in "0.5" or "15"; case is ignored, as the exact verifier does.
-    whole_token = rf"(?<![\w.]){re.escape(answer)}(?!\w|\.\d)"
-    if re.search(whole_token, text, re.IGNORECASE):
+    if _whole_token(answer).search(text):
         return True
     expected = parse_number(answer)
     return expected is not None and any(parse_number(n) == expected for n in find_numbers(text))
+
+
+@functools.lru_cache(maxsize=1024)  # one pattern per task, asked for on every round
+def _whole_token(answer: str) -> re.Pattern[str]:
+    """``answer`` as a whole token: "5" is in "is 5." but not in "0.5" or "15"; case is ignored,
+    as the exact verifier does."""
+    return re.compile(rf"(?<![\w.]){re.escape(answer)}(?!\w|\.\d)", re.IGNORECASE)
 
 
 def _specific_feedback(

@@ -7,6 +7,7 @@ reference the editor or an import accepts is one the verifier can compare agains
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -32,6 +33,10 @@ def number_text(match: re.Match[str]) -> str:
     return (match["sign"] or "") + match["body"].replace(",", "")
 
 
+# Cached: the engine reads the same few numbers over and over (a reply's answer in the verdict,
+# its feedback check, the teacher's reply and leak check, every later move's check), and
+# building a Fraction from text was the largest share of its own time. Fractions are immutable.
+@functools.lru_cache(maxsize=4096)
 def parse_number(text: str) -> Fraction | None:
     """``text`` as an exact number when it is exactly one number ("-1,234", "0.75", "3/4")."""
     match = NUMBER_PATTERN.fullmatch(normalise_numbers(text.strip()))

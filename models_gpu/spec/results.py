@@ -58,6 +58,12 @@ class DialogueRow:
         turns = tuple(TurnRow(**turn) for turn in data["turns"])
         return cls(**{**data, "turns": turns})
 
+    def to_json(self) -> dict[str, Any]:
+        """As plain data for ``json.dumps`` (``from_json`` reads it back). A shallow copy:
+        ``dataclasses.asdict`` deep-copies every turn's mappings, which cost a batch of
+        finished dialogues more than playing their last round's teacher."""
+        return {**vars(self), "turns": [dict(vars(turn)) for turn in self.turns]}
+
 
 @dataclass(frozen=True)
 class ParkedRow:

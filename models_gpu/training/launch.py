@@ -248,7 +248,7 @@ def run_online(job: OnlineTrainingJob) -> None:
         with job.rollouts_path.open("a", encoding="utf-8") as rollouts:
             for result in results:
                 numbered = replace(result, sample_index=offset + result.sample_index)
-                row = asdict(dialogue_row(numbered))
+                row = dialogue_row(numbered).to_json()
                 rollouts.write(json.dumps({"step": step, "dialogue": row}) + "\n")
 
     rollouts, evaluation = job.rollouts, job.evaluation

@@ -6,6 +6,7 @@ non-empty line. Real model output reasons first and answers last, so "last" wins
 
 from __future__ import annotations
 
+import functools
 import re
 
 from models_gpu.spec.numbers import (
@@ -41,9 +42,10 @@ def extract_answer(text: str) -> str | None:
     return cleaned or None
 
 
-def find_numbers(text: str) -> list[str]:
+@functools.lru_cache(maxsize=1024)  # one text is read several times a turn (parse_number's note)
+def find_numbers(text: str) -> tuple[str, ...]:
     """Every number in ``text``, normalised: no thousands separators, ASCII minus, ``a/b``."""
-    return [number_text(match) for match in NUMBER_PATTERN.finditer(normalise_numbers(text))]
+    return tuple(number_text(match) for match in NUMBER_PATTERN.finditer(normalise_numbers(text)))
 
 
 def extract_number(text: str) -> str | None:
