@@ -139,6 +139,8 @@ BACKENDS: Mapping[str, Backend] = {
             Setting("enforce_eager", "bool", "true to skip CUDA graph capture", False),
             Setting("kv_cache_gib", "float", "KV cache size in GiB (vLLM on CPU)", None, low=0,
                     low_open=True),
+            Setting("block_size", "int", "tokens per KV-cache block; the prefix cache reuses "
+                    "whole blocks (default: vLLM's on a GPU, 32 on CPU)", None, low=1),
         ),
     ),
     "openai": Backend(

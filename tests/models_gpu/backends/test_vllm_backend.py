@@ -162,9 +162,40 @@ def test_student_and_teacher_on_one_checkpoint_share_one_engine(
         student.generate([request("Hi", seed=0)])
 
 
+@pytest.mark.slow
+def test_a_later_round_is_served_from_the_prefix_cache(vllm_student: Generator) -> None:
+    task = "What is 23 * 47? Show your working in full, one step a line. " * 3
+    first = request(task, seed=11, max_new_tokens=8)
+    vllm_student.forget_prefixes()  # type: ignore[attr-defined]
+    reply = vllm_student.generate([first])[0]
+    assert reply.cached_prompt_tokens == 0
+    second = GenerationRequest(
+        messages=(*first.messages, Message("assistant", reply.text), Message("user", "Not yet.")),
+        seed=11,
+        max_new_tokens=8,
+    )
+    warm = vllm_student.generate([second])[0]
+    # The prefix cache reuses whole blocks (32 tokens on CPU): round 1's prompt, at least.
+    assert reply.prompt_tokens // 32 * 32 <= warm.cached_prompt_tokens < warm.prompt_tokens
+    vllm_student.forget_prefixes()  # type: ignore[attr-defined]
+    cold = vllm_student.generate([second])[0]
+    assert cold.cached_prompt_tokens == 0
+    assert cold.token_ids == warm.token_ids  # the same reply, computed in full
+
+
+def test_the_engine_keeps_its_prefix_cache_on_and_takes_a_block_size() -> None:
+    from models_gpu.backends.vllm_backend import parse_params
+
+    default = parse_params({})[1].llm_kwargs()
+    assert default["enable_prefix_caching"] is True
+    assert "block_size" not in default  # vLLM's own on a GPU; the engine sets 32 on CPU
+    assert parse_params({"block_size": 16})[1].llm_kwargs()["block_size"] == 16
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [
+        ({"block_size": 0}, r"block_size must be at least 1 \(got 0\)"),
         ({"temprature": 0.5}, r"unknown parameter\(s\) temprature; known: max_new_tokens"),
         ({"dtype": "fp8"}, r"dtype must be one of auto, float32, bfloat16, float16 \(got 'fp8'\)"),
         ({"temperature": -1}, r"temperature must be at least 0 \(got -1\)"),
