@@ -460,6 +460,7 @@ class _Run:
                 verdict=verdict if judged_move else None,
                 private_context={**judged.get(i, {}), **_person_context(generation)},
                 token_ids=generation.token_ids,
+                token_logprobs=generation.token_logprobs,
                 move=dialogue.check_move(verdict) if judged_move else None,
             )
             dialogue.end_reason = self._end_reason(dialogue, kind, verdict, round_number)

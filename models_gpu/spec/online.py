@@ -24,7 +24,8 @@ from typing import Any
 
 from models_gpu.spec.settings import Problem, Setting, read_settings
 
-ONLINE_SCHEMA_VERSION = 1
+ONLINE_SCHEMA_VERSION = 2  # 2: rollout_backend (schema 1 reads as transformers)
+ROLLOUT_BACKENDS = ("transformers", "vllm")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class OnlineConfig:
     max_new_tokens: int = 64
     store_share: float = 0.25
     eval_every: int = 0
+    rollout_backend: str = "transformers"
 
     def __post_init__(self) -> None:
         for setting in ONLINE_SETTINGS:  # 1 for 1.0: equal configurations hash alike
@@ -60,6 +62,9 @@ class OnlineConfig:
         """Strict: every setting must be there and fit (ValueError naming each problem)."""
         data = dict(data)
         schema = data.pop("schema", None)
+        if schema == 1:  # written before the rollouts could play on vLLM
+            data.setdefault("rollout_backend", "transformers")
+            schema = ONLINE_SCHEMA_VERSION
         if schema != ONLINE_SCHEMA_VERSION:
             raise ValueError(
                 f"online training configuration schema {schema!r}; this code reads "
@@ -110,6 +115,10 @@ ONLINE_SETTINGS: tuple[Setting, ...] = (
     _setting("eval_every", "int",
              "Evaluate on the held-out tasks every this many steps (0: only at the end).",
              low=0, high=1_000_000),
+    _setting("rollout_backend", "choice",
+             "What plays the policy's rollouts: transformers (the policy itself), or vLLM in the "
+             "training process, given the policy's weights before every step (faster on long "
+             "dialogues; needs vLLM on the worker).", choices=ROLLOUT_BACKENDS),
 )  # fmt: skip
 
 assert tuple(s.name for s in ONLINE_SETTINGS) == tuple(f.name for f in fields(OnlineConfig)), (

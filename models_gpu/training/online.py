@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models_gpu.conversation import student_view
 from models_gpu.engine import run_dialogues
@@ -57,7 +57,7 @@ from models_gpu.spec.reports import (
 )
 from models_gpu.spec.templates import render_for_dialogue, resolve_templates
 from models_gpu.spec.training import TrainingConfig, TrainingConfigError
-from models_gpu.training.rollouts import rollout_tokens
+from models_gpu.training.rollouts import RolloutTokens, rollout_tokens
 from models_gpu.training.trainer import (
     LogCallback,
     TrainerSession,
@@ -65,6 +65,9 @@ from models_gpu.training.trainer import (
     progress_callback,
 )
 from models_gpu.types import DialogueJob, DialogueResult, Generator, TaskSpec
+
+if TYPE_CHECKING:
+    from models_gpu.training.vllm_rollouts import ColocatedVllm
 
 RolloutCallback = Callable[[int, list[DialogueResult]], None]
 
@@ -155,8 +158,10 @@ class Rollouts:
         training: TrainingConfig,
         tokenizer: Any,
         on_rollouts: RolloutCallback | None,
+        vllm: ColocatedVllm | None = None,
     ) -> None:
         self.tasks = tasks
+        self.vllm = vllm  # the engine that plays, when rollout_backend is vllm
         self.tasks_by_id = {task.task_id: task for task in tasks}
         self.templates = resolve_templates(protocol.templates)
         self.protocol = replace(protocol, max_turns=online.horizon)
@@ -193,8 +198,11 @@ class Rollouts:
             )
             for position, prompt in enumerate(prompts)
         ]
-        with policy(trainer, self.tokenizer, self.policy_params()) as student:
-            results = play(student, jobs, self.protocol, self.teacher)
+        if self.vllm is not None:  # TRL pushed this step's weights into it (sync_weights)
+            results = play(self.vllm.generator, jobs, self.protocol, self.teacher)
+        else:
+            with policy(trainer, self.tokenizer, self.policy_params()) as student:
+                results = play(student, jobs, self.protocol, self.teacher)
         rewards = [dialogue_reward(r.first_correct_turn, self.online.gamma) for r in results]
         laid_out = [self.tokens(result) for result in results]
         self.finished_at = time.perf_counter()
@@ -211,11 +219,21 @@ class Rollouts:
             "prompt_ids": [tokens.prompt_ids for tokens in laid_out],
             "completion_ids": [tokens.completion_ids for tokens in laid_out],
             "env_mask": [tokens.env_mask for tokens in laid_out],
-            "logprobs": None,
+            "logprobs": self.sampling_logprobs(laid_out),
             "dialogue_reward": rewards,
         }
 
-    def tokens(self, result: DialogueResult) -> Any:
+    def sampling_logprobs(self, laid_out: Sequence[RolloutTokens]) -> list[list[float]] | None:
+        """What vLLM sampled each id with, for TRL's importance-sampling correction; None on
+        transformers, where the policy itself sampled."""
+        if self.vllm is None:
+            return None
+        logprobs = [tokens.logprobs for tokens in laid_out]
+        if any(row is None for row in logprobs):
+            raise RuntimeError("vLLM rollouts came back without their log-probabilities")
+        return [row for row in logprobs if row is not None]
+
+    def tokens(self, result: DialogueResult) -> RolloutTokens:
         task = self.tasks_by_id[result.task_id]
         system = render_for_dialogue(
             self.templates, "student_system", max_turns=self.protocol.max_turns,
@@ -269,10 +287,23 @@ class EpochSeededSampler:
 
 
 def _trainer_class() -> type:
-    """TRL's GRPO trainer with ``EpochSeededSampler`` (imported when training: TRL is heavy)."""
+    """TRL's GRPO trainer with ``EpochSeededSampler`` and, for vLLM rollouts, Dialab's engine
+    in TRL's colocate mode (imported when training: TRL is heavy)."""
     from trl.trainer.grpo_trainer import GRPOTrainer
 
     class DialabGRPOTrainer(GRPOTrainer):
+        def __init__(self, *args: Any, vllm: ColocatedVllm | None = None, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)  # use_vllm is off: TRL builds no engine itself
+            if vllm is not None:
+                # TRL's colocate mode with the engine of training.vllm_rollouts (its module
+                # docstring says why not TRL's): TRL syncs it before each step's rollout_func
+                # and applies the importance-sampling correction set in _grpo_arguments.
+                vllm.model = self.model
+                self.use_vllm = True
+                self.vllm_mode = "colocate"
+                self.vllm_generation = vllm  # type: ignore[assignment]  # its sync_weights is what TRL calls
+                self._last_loaded_step = -1
+
         def _get_train_sampler(self, dataset: Any = None) -> Any:  # a Sampler to the DataLoader
             return EpochSeededSampler(super()._get_train_sampler(dataset))
 
@@ -331,6 +362,7 @@ def train_online(
 
     tokenizer = session.start()
     model = session.load_model()
+    vllm = _colocated_vllm(model, base_model, online) if online.rollout_backend == "vllm" else None
     rollouts = Rollouts(
         tasks=tasks,
         protocol=protocol,
@@ -339,6 +371,7 @@ def train_online(
         training=training,
         tokenizer=tokenizer,
         on_rollouts=on_rollouts,
+        vllm=vllm,
     )
     evaluation = _HeldOut(
         jobs=heldout,
@@ -349,25 +382,44 @@ def train_online(
         on_log=on_log,
     )
     schedule = _schedule_callback(rollouts, evaluation, online)
-    trainer = _trainer_class()(
-        model=model,
-        reward_funcs=[reward_from_rollout],
-        args=_grpo_arguments(training, online, session.arguments()),
-        train_dataset=Dataset.from_dict({"prompt": [str(i) for i in range(len(tasks))]}),
-        processing_class=tokenizer,
-        peft_config=session.peft_config(),
-        rollout_func=rollouts,
-        callbacks=session.callbacks(progress_callback(on_log, rollouts), schedule),
-    )
-    schedule.trainer = trainer
-    state = session.run(trainer)
-    if not session.stopped:
-        evaluation.run(trainer, state.global_step)
+    try:
+        trainer = _trainer_class()(
+            model=model,
+            reward_funcs=[reward_from_rollout],
+            args=_grpo_arguments(training, online, session.arguments()),
+            train_dataset=Dataset.from_dict({"prompt": [str(i) for i in range(len(tasks))]}),
+            processing_class=tokenizer,
+            peft_config=session.peft_config(),
+            rollout_func=rollouts,
+            callbacks=session.callbacks(progress_callback(on_log, rollouts), schedule),
+            vllm=vllm,
+        )
+        schedule.trainer = trainer
+        state = session.run(trainer)
+        if not session.stopped:
+            evaluation.run(trainer, state.global_step)
+    finally:
+        if vllm is not None:
+            vllm.close()
     result = session.result(
         reward_history=logged(state, "reward"), heldout=tuple(evaluation.history)
     )
     summary = {"what": "A Dialab student trained by online SML (models_gpu.training.online)."}
     return session.save(trainer, result, summary)
+
+
+def _colocated_vllm(model: Any, base_model: str | Path, online: OnlineConfig) -> ColocatedVllm:
+    """The engine that plays the rollouts, started from the base checkpoint in the policy's
+    dtype (vLLM's log-probabilities then differ from the policy's only by kernels), sampling
+    as ``Rollouts.policy_params`` does."""
+    from models_gpu.training.vllm_rollouts import ColocatedVllm
+
+    params = {
+        "dtype": str(model.dtype).removeprefix("torch."),
+        "temperature": online.temperature,
+        "max_new_tokens": online.max_new_tokens,
+    }
+    return ColocatedVllm(model, str(base_model), params)
 
 
 def _grpo_arguments(
@@ -396,7 +448,13 @@ def _grpo_arguments(
         # The rollout plays the dialogues; these only bound what TRL itself would generate.
         temperature=online.temperature,
         max_completion_length=training.max_length,
+        # Off for TRL, which would build its own engine: Dialab's is set on the trainer
+        # (_trainer_class). With it, truncated importance sampling per token, TRL's correction
+        # for the gap between vLLM's numerics and the policy's: set here, not left to defaults.
         use_vllm=False,
+        vllm_importance_sampling_correction=True,
+        vllm_importance_sampling_mode="token_truncate",
+        vllm_importance_sampling_clip_max=3.0,
         log_completions=False,
         remove_unused_columns=False,
     )

@@ -6,6 +6,10 @@ sent the student) is laid out with the model's chat template as in ``encode``:
 
     prompt_ids       the view up to the student's first reply, the assistant turn opened: the
                      prompt of the student's first call.
+    logprobs         where the student's backend reported them (vLLM rollouts), the
+                     log-probability each sampled id was drawn with, 0.0 for context ids (they
+                     are masked): TRL's importance-sampling correction compares them with the
+                     policy's own.
     completion_ids   for each student reply: the ids it sampled (``TurnRecord.token_ids``, with
                      its end token when it stopped on one), mask 1; then the template's tokens up
                      to the opening of the student's next reply (the end of its turn, the
@@ -37,6 +41,9 @@ class RolloutTokens:
     completion_ids: list[int]
     env_mask: list[int]  # 1: sampled by the student (trained); 0: context
     truncated: bool = False
+    # Per completion id, the log-probability it was sampled with (0.0 for context ids); None
+    # when the student's backend did not report them (transformers).
+    logprobs: list[float] | None = None
 
     @property
     def trained_tokens(self) -> int:
@@ -61,6 +68,7 @@ def rollout_tokens(
     special = set(tokenizer.all_special_ids)
     completion: list[int] = []
     mask: list[int] = []
+    logprobs: list[float] | None = []
     opened = prompt  # the rendering that opens the reply at hand
     for position, index in enumerate(replies):
         turn = view[index].turn
@@ -77,6 +85,8 @@ def rollout_tokens(
         end = max((i + 1 for i, token in enumerate(body) if token in special), default=0)
         completion += sampled
         mask += [1] * len(sampled)
+        reported = list(turns[turn].token_logprobs)
+        logprobs = logprobs + reported if logprobs is not None and reported else None
         context: list[int] = []
         if position + 1 < len(replies):
             if sampled[-1] not in special and end:
@@ -90,6 +100,9 @@ def rollout_tokens(
             opened = following
         completion += context
         mask += [0] * len(context)
+        if logprobs is not None:
+            logprobs += [0.0] * len(context)
     room = max(max_length - len(prompt), 0)
     truncated = len(completion) > room
-    return RolloutTokens(prompt, completion[:room], mask[:room], truncated)
+    kept = logprobs[:room] if logprobs is not None else None
+    return RolloutTokens(prompt, completion[:room], mask[:room], truncated, kept)

@@ -51,6 +51,13 @@ def test_online_configuration_problems_name_their_field() -> None:
     assert OnlineConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
     with pytest.raises(ValueError, match="missing"):
         OnlineConfig.from_json({"schema": 1})
+    # Written before rollout_backend existed: it read as the transformers rollouts it ran.
+    old = {key: value for key, value in config.to_json().items() if key != "rollout_backend"}
+    assert OnlineConfig.from_json({**old, "schema": 1}) == config
+    assert config.rollout_backend == "transformers"
+    assert {p.field for p in online_config_problems({"rollout_backend": "tgi"})} == {
+        "rollout_backend"
+    }
 
 
 def _turn(index: int, role: str, text: str, ids: tuple[int, ...] = ()) -> TurnRecord:

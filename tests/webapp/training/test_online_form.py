@@ -23,7 +23,7 @@ def online_data(world: dict[str, Any], **changes: Any) -> dict[str, Any]:
         "eval_teacher": world["teacher"].pk, "eval_samples": 1,
         "group_size": 4, "tasks_per_step": 1, "horizon": 2, "gamma": 0.7, "beta": 0.0,
         "clip_epsilon": 0.2, "temperature": 1.0, "max_new_tokens": 8, "store_share": 0.1,
-        "eval_every": 0,
+        "eval_every": 0, "rollout_backend": "transformers",
         "learning_rate": 0.0001, "epochs": 1, "max_steps": 2, "max_length": 512,
         "warmup_ratio": 0.0, "weight_decay": 0.0, "lr_scheduler": "constant",
         "finetuning": "full", "lora_r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "seed": 0,
