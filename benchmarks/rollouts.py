@@ -67,6 +67,13 @@ cores), as ``train_online`` does while it trains and plays.
    generation and the backward pass, and outside generation and the whole update (forward,
    backward, optimizer).
 
+Part 2 runs once for each of ``--rollout-backends`` (default ``transformers,vllm``: the policy
+itself, or online SML's colocated vLLM engine synced before every step,
+``models_gpu.training.vllm_rollouts``), on the same model, tasks and seeds; with vLLM the
+"generation" part is the engine's ``generate`` calls and the weight sync falls in "TRL scoring"
+(TRL syncs inside ``_prepare_inputs``, before it calls the rollout function). The headline gives
+each backend's median step and the ratio to the first backend's.
+
 The ``name: value`` lines at the end are the headline: absolute values, then the ratios last.
 On a small shared machine absolute speeds move by tens of percent from run to run; only the
 ratios of alternating arms in the same run are meaningful. The defaults take about 3.5 minutes
@@ -98,7 +105,7 @@ os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func's warning, once a trainer
 warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
 
-from models_gpu.spec.online import OnlineConfig  # noqa: E402
+from models_gpu.spec.online import ROLLOUT_BACKENDS, OnlineConfig  # noqa: E402
 from models_gpu.spec.protocol import ProtocolSpec  # noqa: E402
 from models_gpu.spec.reports import Report, RolloutFigures, StepReport  # noqa: E402
 from models_gpu.spec.training import TrainingConfig  # noqa: E402
@@ -134,13 +141,14 @@ def tiny_model(out_dir: Path, tasks: Sequence[TaskSpec]) -> Path:
     return build_untrained(out_dir, [*corpus, FEEDBACK_TEXT], HouseConfig(vocab_size=512))
 
 
-def online_config(args: argparse.Namespace) -> OnlineConfig:
+def online_config(args: argparse.Namespace, rollout_backend: str = "transformers") -> OnlineConfig:
     return OnlineConfig(
         group_size=args.group_size,
         tasks_per_step=args.tasks_per_step,
         horizon=args.horizon,
         max_new_tokens=args.max_new_tokens,
         store_share=0.0,
+        rollout_backend=rollout_backend,
     )
 
 
@@ -642,19 +650,43 @@ def step_row(label: str, seconds: float, parts: dict[str, float], update: str) -
     )
 
 
-def measure_grpo_step(
+def measure_grpo_steps(
     args: argparse.Namespace, model_dir: Path, tasks: Sequence[TaskSpec], work: Path
+) -> dict[str, float]:
+    """Part 2 for each of ``--rollout-backends``, on the same model, tasks and seeds; the
+    first backend's figures keep their plain names, the others' carry the backend's name, and
+    each step time after the first is also given as a ratio to the first's."""
+    backends = args.rollout_backends
+    headline: dict[str, float] = {}
+    for backend in backends:
+        figures = measure_grpo_step(args, model_dir, tasks, work / backend, backend)
+        suffix = "" if backend == backends[0] else f"_{backend}"
+        headline.update({f"{name}{suffix}": value for name, value in figures.items()})
+    for backend in backends[1:]:
+        headline[f"grpo_step_{backend}_vs_{backends[0]}"] = (
+            headline[f"grpo_step_seconds_{backend}"] / headline["grpo_step_seconds"]
+        )
+    return headline
+
+
+def measure_grpo_step(
+    args: argparse.Namespace,
+    model_dir: Path,
+    tasks: Sequence[TaskSpec],
+    work: Path,
+    rollout_backend: str = "transformers",
 ) -> dict[str, float]:
     """``train_online`` for ``--steps`` steps under the clock; print each step and the shares."""
     from models_gpu.devices import resolve_device
     from models_gpu.training.online import train_online
 
-    config = online_config(args)
+    config = online_config(args, rollout_backend)
     training = training_config(args)
     print(
-        f"\n2. GRPO step breakdown: train_online, {args.steps} steps of {config.dialogues_per_step}"
-        f" dialogues, full fine-tuning, float32, device {resolve_device(args.device)}; seconds "
-        f"per part (the first {args.warmup_steps} left out of the totals)",
+        f"\n2. GRPO step breakdown, rollouts on {rollout_backend}: train_online, {args.steps} "
+        f"steps of {config.dialogues_per_step} dialogues, full fine-tuning, float32, device "
+        f"{resolve_device(args.device)}; seconds per part (the first {args.warmup_steps} left "
+        "out of the totals)",
         flush=True,
     )
     clock = step_clock(synchronizer(resolve_device(args.device)))
@@ -743,7 +775,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-length", type=int, default=1024)
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--rollout-backends",
+        default="transformers,vllm",
+        help="part 2: what plays the rollouts, each in its own run (OnlineConfig.rollout_backend)",
+    )
     args = parser.parse_args(argv)
+    args.rollout_backends = [name.strip() for name in args.rollout_backends.split(",")]
+    unknown = set(args.rollout_backends) - set(ROLLOUT_BACKENDS)
+    if unknown or not args.rollout_backends:
+        parser.error(f"--rollout-backends: each one of {', '.join(ROLLOUT_BACKENDS)}")
     for name in ("tasks", "tasks_per_step", "group_size", "horizon", "repeats", "steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
@@ -785,7 +826,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if not args.skip_rollouts:
             headline.update(measure_rollouts(args, model_dir.resolve(), tasks))
         if not args.skip_step:
-            headline.update(measure_grpo_step(args, model_dir.resolve(), tasks, work))
+            headline.update(measure_grpo_steps(args, model_dir.resolve(), tasks, work))
     finally:
         if not args.keep and args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
