@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/credit_assignment.py --model data/models/house
     .venv/bin/python benchmarks/credit_assignment.py --model DIR --steps 120 --tasks-per-step 8
+    .venv/bin/python benchmarks/credit_assignment.py --model DIR --rollout-backend vllm
 
 Guess the number with a teacher that states the answer after the first wrong guess: online SML
 over two-turn dialogues should lift accuracy after turn 2 toward 100% and leave turn 1 at chance
@@ -23,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from models_gpu.spec.miniature import MINIATURE_ONLINE
+from models_gpu.spec.online import ROLLOUT_BACKENDS
 from models_gpu.training.credit_check import (
     TURNS,
     CreditCheckSettings,
@@ -39,9 +41,17 @@ def main() -> None:
     parser.add_argument("--tasks-per-step", type=int, default=MINIATURE_ONLINE.tasks_per_step)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work-dir", default=None, help="Where the checkpoint goes (a temp dir).")
+    parser.add_argument(
+        "--rollout-backend", choices=ROLLOUT_BACKENDS, default="transformers",
+        help="What plays the training rollouts (OnlineConfig.rollout_backend).",
+    )  # fmt: skip
     args = parser.parse_args()
 
-    online = replace(CreditCheckSettings().online, tasks_per_step=args.tasks_per_step)
+    online = replace(
+        CreditCheckSettings().online,
+        tasks_per_step=args.tasks_per_step,
+        rollout_backend=args.rollout_backend,
+    )
     settings = CreditCheckSettings(steps=args.steps, learning_rate=args.lr, online=online)
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="credit-check-"))
     result = run_credit_check(Path(args.model), work, settings, seed=args.seed, report=print)
