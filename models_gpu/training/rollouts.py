@@ -6,15 +6,15 @@ sent the student) is laid out with the model's chat template as in ``encode``:
 
     prompt_ids       the view up to the student's first reply, the assistant turn opened: the
                      prompt of the student's first call.
-    logprobs         where the student's backend reported them (vLLM rollouts), the
-                     log-probability each sampled id was drawn with, 0.0 for context ids (they
-                     are masked): TRL's importance-sampling correction compares them with the
-                     policy's own.
     completion_ids   for each student reply: the ids it sampled (``TurnRecord.token_ids``, with
                      its end token when it stopped on one), mask 1; then the template's tokens up
                      to the opening of the student's next reply (the end of its turn, the
                      teacher's or user's message, the next role header), mask 0. Nothing after
                      the last reply.
+    logprobs         where the student's backend reported them (vLLM rollouts), the
+                     log-probability each sampled id was drawn with, 0.0 for context ids (they
+                     are masked): TRL's importance-sampling correction compares them with the
+                     policy's own.
 
 So the policy is trained on exactly the ids it sampled, never on a re-tokenization of their text.
 A reply cut at ``max_new_tokens`` has no end token: the template's end-of-turn token follows it,
