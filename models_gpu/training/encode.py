@@ -281,22 +281,39 @@ def encode_messages(
 def render_messages(
     tokenizer: Any, messages: Sequence[LaidOutMessage], *, what: str, open_reply: bool = False
 ) -> list[int]:
+    text = render_text(tokenizer, messages, what=what, open_reply=open_reply)
+    return tokenize_rendered(tokenizer, [text])[0]
+
+
+def render_text(
+    tokenizer: Any, messages: Sequence[LaidOutMessage], *, what: str, open_reply: bool = False
+) -> str:
+    """``messages`` through the chat template, as text (``tokenize_rendered`` makes it ids); no
+    messages render as nothing."""
     from jinja2 import TemplateError
 
     if not messages:
-        return []
+        return ""
     chat = [{"role": m.message.role, "content": m.message.content} for m in messages]
     try:
-        encoding = tokenizer.apply_chat_template(
-            chat, tokenize=True, return_dict=True, add_generation_prompt=open_reply
-        )
+        text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=open_reply)
     except (TemplateError, ValueError) as error:
         roles = ", ".join(m.message.role for m in messages)
         raise ChatTemplateError(
             f"the chat template of {tokenizer_name(tokenizer)} cannot express the {what}: "
             f"rendering {len(messages)} messages ({roles}) fails: {error}"
         ) from error
-    return list(encoding["input_ids"])
+    return str(text)
+
+
+def tokenize_rendered(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
+    """Rendered chat-template texts as ids, as ``apply_chat_template(tokenize=True)`` makes them
+    (no special tokens added: the template writes its own), in one batched call: tokenizing,
+    not rendering, is what costs, and a fast tokenizer encodes a batch at once."""
+    if not texts:
+        return []
+    encoded = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    return [list(ids) for ids in encoded]
 
 
 def check_extends(

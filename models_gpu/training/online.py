@@ -5,7 +5,7 @@ TRL draws the step's tasks (``tasks_per_step``, each repeated ``group_size`` tim
 batched call per role per round) with the policy, as it is at this step, as the student and the
 run's teacher (scripted or a model backend) answering, under the run's protocol cut to
 ``horizon`` turns. Each dialogue comes back as the ids the student sampled with the context
-between them (``rollouts.rollout_tokens``: ``env_mask`` marks the sampled ids, the only ones
+between them (``rollouts.rollouts_tokens``: ``env_mask`` marks the sampled ids, the only ones
 trained) and its reward (``spec.online.dialogue_reward``); TRL normalises the rewards within
 each group and takes the clipped policy-gradient step. Every TRL setting that changes a result
 is set here explicitly (``loss_type``, ``scale_rewards``, ``beta``, ``bf16``...): ``rollout_func``
@@ -45,7 +45,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from models_gpu.conversation import student_view
+from models_gpu.conversation import ViewMessage, student_view
 from models_gpu.engine import run_dialogues
 from models_gpu.spec.online import OnlineConfig, dialogue_reward
 from models_gpu.spec.protocol import ProtocolSpec
@@ -57,7 +57,7 @@ from models_gpu.spec.reports import (
 )
 from models_gpu.spec.templates import render_for_dialogue, resolve_templates
 from models_gpu.spec.training import TrainingConfig, TrainingConfigError
-from models_gpu.training.rollouts import RolloutTokens, rollout_tokens
+from models_gpu.training.rollouts import RolloutTokens, rollouts_tokens
 from models_gpu.training.trainer import (
     LogCallback,
     TrainerSession,
@@ -204,7 +204,7 @@ class Rollouts:
             with policy(trainer, self.tokenizer, self.policy_params()) as student:
                 results = play(student, jobs, self.protocol, self.teacher)
         rewards = [dialogue_reward(r.first_correct_turn, self.online.gamma) for r in results]
-        laid_out = [self.tokens(result) for result in results]
+        laid_out = self.lay_out(results)
         self.finished_at = time.perf_counter()
         self.figures = rollout_figures(
             results,
@@ -233,20 +233,22 @@ class Rollouts:
             raise RuntimeError("vLLM rollouts came back without their log-probabilities")
         return [row for row in logprobs if row is not None]
 
-    def tokens(self, result: DialogueResult) -> RolloutTokens:
+    def lay_out(self, results: Sequence[DialogueResult]) -> list[RolloutTokens]:
+        """Each dialogue as the update's ids (``rollouts.rollouts_tokens``)."""
+        dialogues = [(self.student_view(result), result.turns) for result in results]
+        return rollouts_tokens(self.tokenizer, dialogues, max_length=self.training.max_length)
+
+    def student_view(self, result: DialogueResult) -> list[ViewMessage]:
         task = self.tasks_by_id[result.task_id]
         system = render_for_dialogue(
             self.templates, "student_system", max_turns=self.protocol.max_turns,
             shards_total=len(task.shards),
         )  # fmt: skip
-        view = student_view(
+        return student_view(
             system=system,
             task_prompt=task.prompt,
             sharded=self.protocol.mode == "sharded",
             turns=result.turns,
-        )
-        return rollout_tokens(
-            self.tokenizer, view, result.turns, max_length=self.training.max_length
         )
 
     def stored_share(self, results: list[DialogueResult], step: int) -> list[DialogueResult]:

@@ -31,7 +31,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from models_gpu.conversation import ViewMessage
-from models_gpu.training.encode import LaidOutMessage, check_extends, render_messages
+from models_gpu.training.encode import (
+    LaidOutMessage,
+    check_extends,
+    render_text,
+    tokenize_rendered,
+)
 from models_gpu.types import TurnRecord
 
 
@@ -50,6 +55,9 @@ class RolloutTokens:
         return sum(self.env_mask)
 
 
+Dialogue = tuple[Sequence[ViewMessage], Sequence[TurnRecord]]  # a student view, its turns
+
+
 def rollout_tokens(
     tokenizer: Any,
     view: Sequence[ViewMessage],
@@ -59,12 +67,55 @@ def rollout_tokens(
 ) -> RolloutTokens:
     """The dialogue whose student view is ``view`` (messages pointing into ``turns``) as prompt
     ids, completion ids and trained mask; prompt plus completion cut to ``max_length``."""
-    messages = [LaidOutMessage(shown.message, trained=False) for shown in view]
-    replies = [i for i, shown in enumerate(view) if shown.message.role == "assistant"]
-    if not replies:
-        raise ValueError("a rollout needs at least one student reply")
+    return rollouts_tokens(tokenizer, [(view, turns)], max_length=max_length)[0]
+
+
+def rollouts_tokens(
+    tokenizer: Any, dialogues: Sequence[Dialogue], *, max_length: int
+) -> list[RolloutTokens]:
+    """``rollout_tokens`` of each dialogue, every rendering of every dialogue tokenized in one
+    batched call (a step's layout renders each dialogue about twice per reply)."""
     what = "rollout"
-    prompt = render_messages(tokenizer, messages[: replies[0]], what=what, open_reply=True)
+    plans = []
+    for view, _ in dialogues:
+        messages = [LaidOutMessage(shown.message, trained=False) for shown in view]
+        replies = [i for i, shown in enumerate(view) if shown.message.role == "assistant"]
+        if not replies:
+            raise ValueError("a rollout needs at least one student reply")
+        plans.append((replies, _renderings(tokenizer, messages, replies, what)))
+    rendered = iter(tokenize_rendered(tokenizer, [text for _, texts in plans for text in texts]))
+    return [
+        _lay_out(tokenizer, view, turns, replies, [next(rendered) for _ in texts], max_length)
+        for (view, turns), (replies, texts) in zip(dialogues, plans, strict=True)
+    ]
+
+
+def _renderings(
+    tokenizer: Any, messages: Sequence[LaidOutMessage], replies: Sequence[int], what: str
+) -> list[str]:
+    """What ``_lay_out`` reads, in its order: the view opened for the first reply; then for each
+    reply, the view closed after it and (but after the last) opened for the next one."""
+    texts = [render_text(tokenizer, messages[: replies[0]], what=what, open_reply=True)]
+    for position, index in enumerate(replies):
+        texts.append(render_text(tokenizer, messages[: index + 1], what=what))
+        if position + 1 < len(replies):
+            following = messages[: replies[position + 1]]
+            texts.append(render_text(tokenizer, following, what=what, open_reply=True))
+    return texts
+
+
+def _lay_out(
+    tokenizer: Any,
+    view: Sequence[ViewMessage],
+    turns: Sequence[TurnRecord],
+    replies: Sequence[int],
+    rendered: Sequence[list[int]],
+    max_length: int,
+) -> RolloutTokens:
+    """One dialogue laid out (the module docstring) from its ``_renderings`` as ids."""
+    what = "rollout"
+    renderings = iter(rendered)
+    prompt = next(renderings)
     special = set(tokenizer.all_special_ids)
     completion: list[int] = []
     mask: list[int] = []
@@ -79,7 +130,7 @@ def rollout_tokens(
                 f"turn {turn} has no sampled token ids: online training needs a student backend "
                 "that reports them (transformers or vllm)"
             )
-        closed = render_messages(tokenizer, messages[: index + 1], what=what)
+        closed = next(renderings)
         check_extends(tokenizer, opened, closed, index + 1, what)
         body = closed[len(opened) :]
         end = max((i + 1 for i, token in enumerate(body) if token in special), default=0)
@@ -91,11 +142,8 @@ def rollout_tokens(
         if position + 1 < len(replies):
             if sampled[-1] not in special and end:
                 context.append(body[end - 1])  # the reply was cut: the template closes it
-            following_count = replies[position + 1]
-            following = render_messages(
-                tokenizer, messages[:following_count], what=what, open_reply=True
-            )
-            check_extends(tokenizer, closed, following, following_count, what)
+            following = next(renderings)
+            check_extends(tokenizer, closed, following, replies[position + 1], what)
             context += body[end:] + following[len(closed) :]
             opened = following
         completion += context

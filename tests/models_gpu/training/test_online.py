@@ -24,7 +24,7 @@ from models_gpu.spec.protocol import ProtocolSpec
 from models_gpu.spec.reports import HeldOutReport, Report, StepReport
 from models_gpu.spec.run import RoleSpec
 from models_gpu.spec.training import TrainingConfig
-from models_gpu.training.rollouts import rollout_tokens
+from models_gpu.training.rollouts import rollout_tokens, rollouts_tokens
 from models_gpu.types import TaskSpec, TurnRecord
 from tests.models_gpu.engine_doubles import arithmetic_job
 
@@ -116,6 +116,31 @@ def test_rollout_closes_a_reply_that_was_cut(tiny_tokenizer: Any) -> None:
     laid_out = rollout_tokens(tokenizer, view, turns, max_length=10_000)
     after_cut = laid_out.completion_ids[len(cut)]
     assert after_cut == end and laid_out.env_mask[len(cut)] == 0
+
+
+def test_a_step_laid_out_together_equals_each_dialogue_alone(tiny_tokenizer: Any) -> None:
+    # rollouts_tokens tokenizes every dialogue's renderings in one batched call: the batch must
+    # not mix dialogues up or shift a rendering onto the next one.
+    tokenizer = tiny_tokenizer
+    end = tokenizer.convert_tokens_to_ids("<|end|>")
+
+    def ids(text: str) -> tuple[int, ...]:
+        return (*tokenizer.encode(text, add_special_tokens=False), end)
+
+    dialogues, sampled = [], []
+    for replies in (["5"], ["I think 3", "4"], ["7", "8", "The answer is 9."]):
+        sampled.append(sum(len(ids(reply)) for reply in replies))
+        turns = []
+        for reply in replies:
+            turns.append(_turn(len(turns), "student", reply, ids(reply)))
+            turns.append(_turn(len(turns), "teacher", f"Not {reply}."))
+        turns.pop()  # the dialogue ends on the student's last reply
+        view = student_view(system="Be brief.", task_prompt="Q?", sharded=False, turns=turns)
+        dialogues.append((view, turns))
+    together = rollouts_tokens(tokenizer, dialogues, max_length=10_000)
+    alone = [rollout_tokens(tokenizer, v, t, max_length=10_000) for v, t in dialogues]
+    assert together == alone
+    assert [laid_out.trained_tokens for laid_out in together] == sampled
 
 
 def test_rollout_refuses_turns_without_sampled_ids(tiny_tokenizer: Any) -> None:
