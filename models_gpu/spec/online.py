@@ -57,6 +57,15 @@ class OnlineConfig:
     def to_json(self) -> dict[str, Any]:
         return {"schema": ONLINE_SCHEMA_VERSION, **asdict(self)}
 
+    def run_identity(self) -> dict[str, Any]:
+        """What a training run's identity records of this configuration (``train_online``):
+        rollouts on transformers as schema 1 wrote it, so that a run started before schema 2
+        resumes after the upgrade instead of finding its directory claimed by another."""
+        if self.rollout_backend != "transformers":
+            return self.to_json()
+        written = {key: value for key, value in asdict(self).items() if key != "rollout_backend"}
+        return {"schema": 1, **written}
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> OnlineConfig:
         """Strict: every setting must be there and fit (ValueError naming each problem)."""

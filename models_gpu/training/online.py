@@ -346,7 +346,7 @@ def train_online(
         )
     identity = {
         "training": training.to_json(),
-        "online": online.to_json(),
+        "online": online.run_identity(),
         "protocol": json.loads(json.dumps(asdict(protocol), default=str)),
         "tasks": [task.task_id for task in tasks],
     }

@@ -60,6 +60,20 @@ def test_online_configuration_problems_name_their_field() -> None:
     }
 
 
+def test_a_run_started_before_schema_2_keeps_its_identity() -> None:
+    # What schema 1 wrote into training_job.json for the default configuration (commit
+    # cd6ac12): a transformers run resumed after the upgrade must hash the same, or its output
+    # directory reads as claimed by another training.
+    schema_1 = {
+        "schema": 1, "group_size": 8, "tasks_per_step": 4, "horizon": 4, "gamma": 0.7,
+        "beta": 0.0, "clip_epsilon": 0.2, "temperature": 1.0, "max_new_tokens": 64,
+        "store_share": 0.25, "eval_every": 0,
+    }  # fmt: skip
+    assert OnlineConfig().run_identity() == schema_1
+    on_vllm = OnlineConfig(rollout_backend="vllm").run_identity()
+    assert on_vllm["schema"] == 2 and on_vllm["rollout_backend"] == "vllm"
+
+
 def _turn(index: int, role: str, text: str, ids: tuple[int, ...] = ()) -> TurnRecord:
     kind = "attempt" if role == "student" else "feedback"
     return TurnRecord(index, index // 2 + 1, role, kind, text, token_ids=ids)  # type: ignore[arg-type]
