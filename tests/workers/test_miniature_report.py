@@ -156,3 +156,10 @@ def test_a_house_that_is_not_a_checkpoint_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(CommandError, match="no checkpoint there"):
         call_command("sml_miniature", "--house", str(tmp_path), "--work-dir", str(tmp_path))
+
+
+def test_an_unknown_rollout_backend_is_refused(tmp_path: Path) -> None:
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="invalid choice: 'tgi'"):
+        call_command("sml_miniature", "--rollout-backend", "tgi", "--work-dir", str(tmp_path))

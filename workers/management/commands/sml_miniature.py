@@ -7,6 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from models_gpu.spec.online import ROLLOUT_BACKENDS
+
 
 class Command(BaseCommand):
     help = (
@@ -37,6 +39,14 @@ class Command(BaseCommand):
             nargs="+",
             default=None,
             help="A subset of base, online, single_turn, sft (default: all).",
+        )
+        parser.add_argument(
+            "--rollout-backend",
+            choices=ROLLOUT_BACKENDS,
+            default=None,
+            help="What plays online SML's and single-turn RL's training rollouts: transformers "
+            "(the policy itself, the default) or vllm (a colocated vLLM engine synced before "
+            "every step; needs vLLM installed).",
         )
         parser.add_argument(
             "--results", default=None, help="Write the per-seed results to this JSON file."
@@ -75,6 +85,7 @@ class Command(BaseCommand):
         figure: str | None,
         threads: int | None,
         house: str | None,
+        rollout_backend: str | None,
         **_: Any,
     ) -> None:
         from dataclasses import replace
@@ -90,6 +101,9 @@ class Command(BaseCommand):
         settings = MiniatureSettings()
         if steps is not None:
             settings = replace(settings, steps=steps)
+        if rollout_backend is not None:
+            online = replace(settings.online, rollout_backend=rollout_backend)
+            settings = replace(settings, online=online)
         if report_from:
             reported = miniature_report.read_results([Path(path) for path in report_from])
             found = [r.condition for r in next(iter(reported.values()))]
@@ -118,7 +132,13 @@ class Command(BaseCommand):
             )
         if results:
             miniature_report.write_results(
-                Path(results), per_seed, {"steps": settings.steps, "house": house or "per seed"}
+                Path(results),
+                per_seed,
+                {
+                    "steps": settings.steps,
+                    "house": house or "per seed",
+                    "rollout_backend": settings.online.rollout_backend,
+                },
             )
         self._report(per_seed, chosen, figure)
 
