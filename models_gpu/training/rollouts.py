@@ -56,6 +56,7 @@ class RolloutTokens:
 
 
 Dialogue = tuple[Sequence[ViewMessage], Sequence[TurnRecord]]  # a student view, its turns
+WHAT = "rollout"  # what a chat template's error says it cannot express
 
 
 def rollout_tokens(
@@ -75,14 +76,13 @@ def rollouts_tokens(
 ) -> list[RolloutTokens]:
     """``rollout_tokens`` of each dialogue, every rendering of every dialogue tokenized in one
     batched call (a step's layout renders each dialogue about twice per reply)."""
-    what = "rollout"
     plans = []
     for view, _ in dialogues:
         messages = [LaidOutMessage(shown.message, trained=False) for shown in view]
         replies = [i for i, shown in enumerate(view) if shown.message.role == "assistant"]
         if not replies:
             raise ValueError("a rollout needs at least one student reply")
-        plans.append((replies, _renderings(tokenizer, messages, replies, what)))
+        plans.append((replies, _renderings(tokenizer, messages, replies)))
     rendered = iter(tokenize_rendered(tokenizer, [text for _, texts in plans for text in texts]))
     return [
         _lay_out(tokenizer, view, turns, replies, [next(rendered) for _ in texts], max_length)
@@ -91,16 +91,16 @@ def rollouts_tokens(
 
 
 def _renderings(
-    tokenizer: Any, messages: Sequence[LaidOutMessage], replies: Sequence[int], what: str
+    tokenizer: Any, messages: Sequence[LaidOutMessage], replies: Sequence[int]
 ) -> list[str]:
     """What ``_lay_out`` reads, in its order: the view opened for the first reply; then for each
     reply, the view closed after it and (but after the last) opened for the next one."""
-    texts = [render_text(tokenizer, messages[: replies[0]], what=what, open_reply=True)]
+    texts = [render_text(tokenizer, messages[: replies[0]], what=WHAT, open_reply=True)]
     for position, index in enumerate(replies):
-        texts.append(render_text(tokenizer, messages[: index + 1], what=what))
+        texts.append(render_text(tokenizer, messages[: index + 1], what=WHAT))
         if position + 1 < len(replies):
             following = messages[: replies[position + 1]]
-            texts.append(render_text(tokenizer, following, what=what, open_reply=True))
+            texts.append(render_text(tokenizer, following, what=WHAT, open_reply=True))
     return texts
 
 
@@ -113,7 +113,6 @@ def _lay_out(
     max_length: int,
 ) -> RolloutTokens:
     """One dialogue laid out (the module docstring) from its ``_renderings`` as ids."""
-    what = "rollout"
     renderings = iter(rendered)
     prompt = next(renderings)
     special = set(tokenizer.all_special_ids)
@@ -131,7 +130,7 @@ def _lay_out(
                 "that reports them (transformers or vllm)"
             )
         closed = next(renderings)
-        check_extends(tokenizer, opened, closed, index + 1, what)
+        check_extends(tokenizer, opened, closed, index + 1, WHAT)
         body = closed[len(opened) :]
         end = max((i + 1 for i, token in enumerate(body) if token in special), default=0)
         completion += sampled
@@ -143,7 +142,7 @@ def _lay_out(
             if sampled[-1] not in special and end:
                 context.append(body[end - 1])  # the reply was cut: the template closes it
             following = next(renderings)
-            check_extends(tokenizer, closed, following, replies[position + 1], what)
+            check_extends(tokenizer, closed, following, replies[position + 1], WHAT)
             context += body[end:] + following[len(closed) :]
             opened = following
         completion += context
