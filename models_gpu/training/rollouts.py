@@ -84,8 +84,11 @@ def rollouts_tokens(
             raise ValueError("a rollout needs at least one student reply")
         plans.append((replies, _renderings(tokenizer, messages, replies)))
     rendered = iter(tokenize_rendered(tokenizer, [text for _, texts in plans for text in texts]))
+    special = frozenset(tokenizer.all_special_ids)  # a property that builds its list each call
     return [
-        _lay_out(tokenizer, view, turns, replies, [next(rendered) for _ in texts], max_length)
+        _lay_out(
+            tokenizer, view, turns, replies, [next(rendered) for _ in texts], special, max_length
+        )
         for (view, turns), (replies, texts) in zip(dialogues, plans, strict=True)
     ]
 
@@ -110,12 +113,12 @@ def _lay_out(
     turns: Sequence[TurnRecord],
     replies: Sequence[int],
     rendered: Sequence[list[int]],
+    special: frozenset[int],
     max_length: int,
 ) -> RolloutTokens:
     """One dialogue laid out (the module docstring) from its ``_renderings`` as ids."""
     renderings = iter(rendered)
     prompt = next(renderings)
-    special = set(tokenizer.all_special_ids)
     completion: list[int] = []
     mask: list[int] = []
     logprobs: list[float] | None = []
