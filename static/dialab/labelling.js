@@ -76,6 +76,8 @@
   // confirmed: the suggestion the annotator confirmed (stored as such), or undefined.
   function save(form, confirmed) {
     const body = new FormData(form);
+    const text = form.querySelector("textarea");
+    if (text) form._sentText = text.value;
     body.set("nonce", nonce());
     if (confirmed !== undefined) body.set("confirm", confirmed);
     if (form.dataset.kind === "multiple_choice" && !body.getAll("value").length) body.append("value", "");
@@ -91,8 +93,12 @@
   }
 
   questions.forEach(function (form) {
-    form.addEventListener("change", function () { save(form); });
     const text = form.querySelector("textarea");
+    form.addEventListener("change", function (event) {
+      // Leaving a text box fires its change: nothing to send if the pause in typing sent it.
+      if (event.target === text && text.value === form._sentText) return;
+      save(form);
+    });
     if (text) {
       let timer = null;
       text.addEventListener("input", function () {

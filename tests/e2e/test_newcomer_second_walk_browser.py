@@ -132,6 +132,12 @@ def test_free_text_labelling_by_keyboard_and_the_toolbar_in_view(page) -> None: 
         annotators_per_item=1, created_by=researcher,
     )  # fmt: skip
     item = QueueAssignment.objects.get(queue=queue)
+    saves: list[str] = []
+
+    def count_save(request) -> None:  # type: ignore[no-untyped-def]
+        if "/answer/" in request.url:
+            saves.append(request.url)
+
     for width in WIDTHS:
         at_width(page, width)
         login(page, ada.username, f"/annotations/items/{item.pk}/")
@@ -154,8 +160,15 @@ def test_free_text_labelling_by_keyboard_and_the_toolbar_in_view(page) -> None: 
         assert page.evaluate("() => document.activeElement.tagName") == "TEXTAREA"
         assert page.evaluate(active) == boxes.nth(0).evaluate("e => e.form.dataset.question")
         page.keyboard.press("Control+A")  # the draft the first width left
-        page.keyboard.type(f"too vague {width}")
+        # A pause in typing saves; leaving the box then sends nothing more (it sent it again).
+        with page.expect_response(lambda response: "/answer/" in response.url):
+            page.keyboard.type(f"too vague {width}")
+        saves.clear()
+        page.on("request", count_save)
         page.keyboard.press("Tab")  # the second box
+        page.wait_for_timeout(300)
+        page.remove_listener("request", count_save)
+        assert not saves, saves
         assert page.evaluate(active) == boxes.nth(1).evaluate("e => e.form.dataset.question")
         page.keyboard.press("Control+A")
         page.keyboard.type(f"a note {width}")

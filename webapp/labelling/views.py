@@ -23,7 +23,7 @@ from webapp.core.permissions import researcher_required
 from webapp.dialogues.models import Dialogue
 from webapp.labelling.forms import QuestionForm, QueueForm, SchemaForm
 from webapp.transcripts import selectors as dialogue_selectors
-from webapp.transcripts.forms import DialogueFilterForm
+from webapp.transcripts.forms import DialogueFilterForm, without_blanks
 
 ITEMS_PER_PAGE = 50
 
@@ -135,10 +135,8 @@ def queue_create(request: SignedInRequest) -> HttpResponse:
         form = QueueForm(request.POST)
         filter_query = request.POST.get("filter_query", "")
     else:
-        params = QueryDict(mutable=True)
-        for name, values in request.GET.lists():
-            if name != "page" and any(value.strip() for value in values):
-                params.setlist(name, [value for value in values if value.strip()])
+        params = without_blanks(request.GET)
+        params.pop("page", None)
         filter_query = params.urlencode()
         form = QueueForm(initial={"filter_query": filter_query, "name": "Labelling queue"})
     filter_form, dialogue_ids = _filtered_dialogue_ids(filter_query)

@@ -42,6 +42,8 @@ SHARES = {
     Curve.ZERO_VARIANCE_GROUPS,
     Curve.QUESTION_RATE,
 }
+# Up to this many steps, every step has a tick (and no tick falls between two steps).
+WHOLE_STEP_TICKS_UP_TO = 10
 LABELS: dict[str, str] = {Curve.ROLLOUT_SECONDS: "rollout", Curve.UPDATE_SECONDS: "update"}
 
 
@@ -84,6 +86,9 @@ def training_curves_figure(
         template="plotly_white", legend={"orientation": "h", "y": -0.08},
     )  # fmt: skip
     figure.update_xaxes(title_text="step", row=rows)
+    if last_step <= WHOLE_STEP_TICKS_UP_TO:
+        # Steps are whole numbers; over a short run Plotly's own ticks fall between them (1.5).
+        figure.update_xaxes(dtick=1)
     result: dict[str, Any] = json.loads(figure.to_json())
     return result
 

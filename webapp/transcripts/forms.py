@@ -15,6 +15,7 @@ from django.db import connection
 from django.db.models import Exists, F, OuterRef, QuerySet, Value, Window
 from django.db.models.functions import RowNumber
 from django.forms.models import ModelChoiceIterator
+from django.http import QueryDict
 
 from webapp.accounts.models import User
 from webapp.annotations.models import LabelQuestion, QueueAssignment
@@ -36,6 +37,17 @@ from webapp.transcripts.scope import bounding_annotator, queued_for
 
 RANGE_PATTERN = re.compile(r"^\s*(?P<lower>\d+)?\s*(?P<sep>-|–|\.\.|\+)?\s*(?P<upper>\d+)?\s*$")
 YES_NO_ANY = [("", "any"), ("yes", "yes"), ("no", "no")]
+
+
+def without_blanks(query: QueryDict) -> QueryDict:
+    """The query without empty parameters (what a GET form sends for untouched fields), so
+    shared links stay short."""
+    clean = QueryDict(mutable=True)
+    for name, values in query.lists():
+        kept = [value for value in values if value.strip()]
+        if kept:
+            clean.setlist(name, kept)
+    return clean
 
 
 class IntRangeField(forms.CharField):

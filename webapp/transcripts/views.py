@@ -25,23 +25,12 @@ from webapp.dialogues.selectors import align_rounds
 from webapp.runs.models import Run
 from webapp.tasks.models import Task
 from webapp.transcripts import selectors
-from webapp.transcripts.forms import CompareForm, DialogueFilterForm
+from webapp.transcripts.forms import CompareForm, DialogueFilterForm, without_blanks
 from webapp.transcripts.listing import action_links, column_heads, count_line, list_rows
 from webapp.transcripts.pagination import BoundedPaginator, requested_page, transcript_page
 
 DIALOGUES_PER_PAGE = 50
 ROWS_TARGET = "dialogue-rows"
-
-
-def _clean_query(query: QueryDict) -> QueryDict:
-    """The query without empty parameters (what a GET form sends for untouched fields), so
-    shared links stay short."""
-    clean = QueryDict(mutable=True)
-    for name, values in query.lists():
-        kept = [value for value in values if value.strip()]
-        if kept:
-            clean.setlist(name, kept)
-    return clean
 
 
 def _without_page(query: QueryDict) -> str:
@@ -88,7 +77,7 @@ def dialogue_list(request: SignedInRequest) -> HttpResponse:
     )
     paginator = page.paginator
     assert isinstance(paginator, BoundedPaginator)
-    query = _clean_query(request.GET)
+    query = without_blanks(request.GET)
     row_query = query.copy()
     row_query["page"] = str(page.number)
     run = form.cleaned_data.get("run")
@@ -163,7 +152,7 @@ def dialogue_detail(request: SignedInRequest, pk: int) -> HttpResponse:
         dialogue, turns = selectors.dialogue_page(pk=pk, reader=request.user)
     except Dialogue.DoesNotExist:
         raise Http404("No such dialogue.") from None
-    list_query = _clean_query(request.GET).urlencode()
+    list_query = without_blanks(request.GET).urlencode()
     neighbours = None
     if list_query:  # opened from a list: walk it with prev/next
         filters = DialogueFilterForm.from_query(request.GET, reader=request.user).filters()
@@ -174,7 +163,7 @@ def dialogue_detail(request: SignedInRequest, pk: int) -> HttpResponse:
             per_page=DIALOGUES_PER_PAGE,
             reader=request.user,
         )
-    list_params = _clean_query(request.GET)
+    list_params = without_blanks(request.GET)
     list_params.pop("page", None)
     other_runs = selectors.runs_of_task(
         task_id=dialogue.task_id, exclude_run_id=dialogue.run_id, reader=request.user
@@ -380,7 +369,7 @@ def _task_choices(request: SignedInRequest, form: CompareForm) -> dict[str, obje
             filters=list_form.filters(), reader=request.user
         ),
         "task_choice_run": left_run,
-        "list_query": _clean_query(request.GET).urlencode(),
+        "list_query": without_blanks(request.GET).urlencode(),
         "list_filtered": any(
             value for name, value in list_form.cleaned_data.items() if name != "sort"
         ),

@@ -50,3 +50,11 @@ def test_held_out_panel_without_an_evaluation_yet_says_so() -> None:
     notes = [a["text"] for a in figure["layout"]["annotations"] if "domain" in a.get("xref", "")]
     assert "no held-out evaluation yet" in notes
     assert axis(figure, "x", 1)["range"] == [0, 10]
+
+
+def test_a_short_run_ticks_whole_steps_only() -> None:
+    """Two steps drew ticks at 1, 1.5 and 2: steps are whole numbers."""
+    short = training_curves_figure({Curve.REWARD: [(1, 0.2), (2, 0.3)]}, ONLINE_PANELS)
+    assert {axis(short, "x", panel).get("dtick") for panel in range(len(ONLINE_PANELS))} == {1}
+    long = training_curves_figure({Curve.REWARD: [(step, 0.2) for step in range(1, 200)]})
+    assert "dtick" not in axis(long, "x", 0), "a long run keeps Plotly's own ticks"
