@@ -160,7 +160,7 @@ def run_seed(
                 tasks=train_tasks,
                 protocol=replace(protocol, max_turns=config.horizon),
                 teacher=teacher,
-                output_dir=work_dir / f"{condition}-seed{seed}",
+                output_dir=work_dir / run_dir_name(condition, seed, config.rollout_backend),
             )
             assert outcome.final_dir is not None
             model_dir = Path(outcome.final_dir)
@@ -196,6 +196,14 @@ def run_seed(
         )
         results.append(result)
     return results
+
+
+def run_dir_name(condition: str, seed: int, rollout_backend: str) -> str:
+    """Where a trained condition's checkpoints go in the work dir. Each rollout path has its own
+    (the transformers path keeps the name it always had), so that both paths can run in one work
+    dir: in a shared one, the second would be refused as another run's configuration."""
+    path = "" if rollout_backend == "transformers" else f"-{rollout_backend}"
+    return f"{condition}{path}-seed{seed}"
 
 
 def feedback_use_by_turn(results: Sequence[DialogueResult], turns: int) -> tuple[MoveCounts, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from models_gpu.training.miniature import HELD_OUT_EVERY, RANGE_SIZE, split_tasks
+from models_gpu.training.miniature import HELD_OUT_EVERY, RANGE_SIZE, run_dir_name, split_tasks
 from models_gpu.verifiers import verify
 
 
@@ -32,3 +32,10 @@ def test_seeds_shuffle_the_training_order_and_draw_other_held_out_tasks() -> Non
     assert [t.prompt for t in first[0]] != [t.prompt for t in second[0]]
     assert sorted(t.prompt for t in first[0]) == sorted(t.prompt for t in second[0])
     assert split_tasks(0, 20)[1] == first[1]
+
+
+def test_each_rollout_path_trains_in_a_directory_of_its_own() -> None:
+    """Both paths in one work dir: the second was refused as another run's configuration. The
+    transformers path keeps its old name, so that its earlier runs resume."""
+    assert run_dir_name("online", 0, "transformers") == "online-seed0"
+    assert run_dir_name("online", 0, "vllm") == "online-vllm-seed0"
