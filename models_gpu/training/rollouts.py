@@ -22,6 +22,12 @@ untrained, as the next call's prompt showed the reply closed. (At play time the 
 prompts hold the replies' text re-tokenized; for tokenizers where decode-then-encode is not the
 identity the context differs in those few tokens, as in any multi-turn RL that renders a chat
 template.)
+
+One difference is not a few tokens of spelling: a special token sampled inside a reply (a tiny
+model's ``The answer is <|bos|>9.``). The reply's text drops it, so every later call's prompt
+lacks it, and the layout, which keeps the sampled ids, would train the later replies on a
+context the student never saw. Those later replies stay in the completion as context, with mask
+0; the reply that sampled the token is trained as usual (it was sampled where it stands).
 """
 
 from __future__ import annotations
@@ -123,6 +129,7 @@ def _lay_out(
     mask: list[int] = []
     logprobs: list[float] | None = []
     opened = prompt  # the rendering that opens the reply at hand
+    context_differs = False  # an earlier reply's text dropped a special token it sampled
     for position, index in enumerate(replies):
         turn = view[index].turn
         assert turn is not None, "an assistant message shows a student turn"
@@ -137,7 +144,8 @@ def _lay_out(
         body = closed[len(opened) :]
         end = max((i + 1 for i, token in enumerate(body) if token in special), default=0)
         completion += sampled
-        mask += [1] * len(sampled)
+        mask += [0 if context_differs else 1] * len(sampled)
+        context_differs = context_differs or any(token in special for token in sampled[:-1])
         reported = list(turns[turn].token_logprobs)
         logprobs = logprobs + reported if logprobs is not None and reported else None
         context: list[int] = []

@@ -132,6 +132,43 @@ def test_rollout_closes_a_reply_that_was_cut(tiny_tokenizer: Any) -> None:
     assert after_cut == end and laid_out.env_mask[len(cut)] == 0
 
 
+def test_replies_after_a_dropped_special_token_are_context_not_trained(
+    tiny_tokenizer: Any,
+) -> None:
+    # "The answer is <|bos|>9.": the text, and so every later prompt, lacks the <|bos|> the
+    # student sampled; the replies after it were played on a context the layout cannot show.
+    tokenizer = tiny_tokenizer
+    end = tokenizer.convert_tokens_to_ids("<|end|>")
+
+    def ids(text: str) -> tuple[int, ...]:
+        return (*tokenizer.encode(text, add_special_tokens=False), end)
+
+    answer, nine = ids("The answer is"), ids("9.")
+    with_bos = (*answer[:-1], tokenizer.bos_token_id, *nine)
+    turns = [
+        _turn(0, "student", "I think 8.", ids("I think 8.")),
+        _turn(1, "teacher", "Too low."),
+        _turn(2, "student", "The answer is9.", with_bos),
+        _turn(3, "teacher", "Too low."),
+        _turn(4, "student", "10", ids("10")),
+        _turn(5, "teacher", "Too low."),
+        _turn(6, "student", "11", ids("11")),
+    ]
+    view = student_view(system="", task_prompt="Q?", sharded=False, turns=turns)
+    laid_out = rollout_tokens(tokenizer, view, turns, max_length=10_000)
+    assert laid_out.trained_tokens == len(ids("I think 8.")) + len(with_bos)
+    assert laid_out.completion_ids[-len(ids("11")) :] == list(ids("11")), "kept as context"
+
+    clean = [
+        *turns[:2],
+        _turn(2, "student", "The answer is 9.", ids("The answer is 9.")),
+        *turns[3:],
+    ]
+    view = student_view(system="", task_prompt="Q?", sharded=False, turns=clean)
+    every_reply = sum(len(turn.token_ids) for turn in clean)
+    assert rollout_tokens(tokenizer, view, clean, max_length=10_000).trained_tokens == every_reply
+
+
 def test_a_step_laid_out_together_equals_each_dialogue_alone(tiny_tokenizer: Any) -> None:
     # rollouts_tokens tokenizes every dialogue's renderings in one batched call: the batch must
     # not mix dialogues up or shift a rendering onto the next one.
