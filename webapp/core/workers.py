@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from webapp.celery import app as celery_app
+from webapp.core.queues import INTERACTIVE, queue_named
 
 _CACHE_KEY = "dialab:workers-online"
 _QUEUES_KEY = "dialab:worker-queues:{}"
@@ -44,6 +47,35 @@ def workers_online() -> tuple[WorkerSeen, ...]:
         for worker in seen:
             cache.set(_QUEUES_KEY.format(worker.hostname), worker.queues, _REMEMBER_QUEUES_SECONDS)
     return tuple(seen)
+
+
+# A preview, a "Try it" or an import usually starts within a second; past this, its page says
+# why not (and only then asks the workers, so the fast path never waits for inspection).
+INTERACTIVE_NOTICE_AFTER = timedelta(seconds=5)
+
+
+@dataclass(frozen=True)
+class InteractiveWait:
+    """Why a job on the interactive queue has not started: ``workers`` serving the queue
+    answered, all busy; none answered (a solo-pool worker busy with a long job cannot answer,
+    so "none" also reads as "busy or not running")."""
+
+    workers: tuple[WorkerSeen, ...]
+
+    @property
+    def start_command(self) -> str:
+        return queue_named(INTERACTIVE).start_command
+
+
+def interactive_wait(sent_at: datetime, *, now: datetime | None = None) -> InteractiveWait | None:
+    """What a job sent to the interactive queue at ``sent_at`` waits for; None while it is
+    young or when a worker serving the queue is idle (it takes the job within seconds)."""
+    if (now or timezone.now()) - sent_at < INTERACTIVE_NOTICE_AFTER:
+        return None
+    serving = tuple(worker for worker in workers_online() if INTERACTIVE in worker.queues)
+    if any(not worker.jobs for worker in serving):
+        return None
+    return InteractiveWait(serving)
 
 
 def remembered_queues(hostname: str) -> tuple[str, ...]:

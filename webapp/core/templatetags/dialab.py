@@ -32,6 +32,13 @@ def words(identifier: str) -> str:
 
 
 @register.filter
+def job_name(task_name: str) -> str:
+    """A worker's job as a page names it: ``workers.tasks.training_preview`` → ``training
+    preview``."""
+    return words(str(task_name).rpartition(".")[2])
+
+
+@register.filter
 def markdown(text: str) -> str:
     """Sanitized markdown with MathML math and highlighted code (see core.rendering)."""
     return render_markdown(text or "")

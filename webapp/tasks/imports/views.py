@@ -12,6 +12,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from webapp.accounts.requests import SignedInRequest
 from webapp.core.permissions import researcher_required
+from webapp.core.workers import interactive_wait
 from webapp.tasks.imports import preview, services
 from webapp.tasks.imports.errors import TaskImportError
 from webapp.tasks.imports.forms import ImportStartForm, MappingForm
@@ -106,7 +107,12 @@ def task_import_map(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _live_context(task_import: TaskImport) -> dict[str, Any]:
     # SQLite imports report progress only at the end (webapp.tasks.imports.services): a busy bar.
-    return {"task_import": task_import, "progress_is_live": connection.vendor != "sqlite"}
+    pending = task_import.status == TaskImport.Status.PENDING
+    return {
+        "task_import": task_import,
+        "progress_is_live": connection.vendor != "sqlite",
+        "wait": interactive_wait(task_import.created_at) if pending else None,
+    }
 
 
 @researcher_required
