@@ -192,6 +192,7 @@ class VerifierProbe(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="When a worker took it.")
 
     def __str__(self) -> str:
         return f"probe of task {self.task_id}"

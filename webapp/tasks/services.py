@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from webapp.accounts.models import User
 from webapp.core.dispatch import enqueue_on_commit
@@ -259,6 +260,11 @@ def probe_create(*, task: Task, response: str, user: User | None) -> VerifierPro
     probe = VerifierProbe.objects.create(task=task, response=response, created_by=user)
     enqueue_on_commit(VERIFY_PROBE_TASK, probe.pk)
     return probe
+
+
+def probe_started(*, probe_id: int) -> None:
+    """A worker took the probe: its page stops saying what it waits for."""
+    VerifierProbe.objects.filter(pk=probe_id).update(started_at=timezone.now())
 
 
 def probe_record(*, probe_id: int, verdict: dict[str, Any] | None, error: str = "") -> None:

@@ -262,7 +262,7 @@ def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     """Polled until the worker has checked the answer; 286 then stops the polling."""
     probe = get_object_or_404(VerifierProbe.objects.select_related("task"), pk=probe_id)
     checked = probe.verdict is not None or bool(probe.error)
-    wait = None if checked else interactive_wait(probe.created_at)
+    wait = None if checked or probe.started_at else interactive_wait(probe.created_at)
     context = {"probe": probe, "task": probe.task, "wait": wait}
     response = render(request, "tasks/partials/_probe.html", context)
     if checked:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from models_gpu.spec.online import OnlineConfig
 from models_gpu.spec.reports import PreviewResult
@@ -191,6 +192,11 @@ def preview_create(
     )
     enqueue_on_commit(PREVIEW_TASK, preview.pk)
     return preview
+
+
+def preview_started(*, preview_id: int) -> None:
+    """A worker took the preview: its page stops saying what it waits for."""
+    TrainingPreview.objects.filter(pk=preview_id).update(started_at=timezone.now())
 
 
 def preview_record(*, preview_id: int, result: PreviewResult | None, error: str = "") -> None:

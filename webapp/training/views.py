@@ -102,7 +102,8 @@ def training_preview_create(request: SignedInRequest) -> HttpResponse:
 @researcher_required
 def training_preview_detail(request: HttpRequest, pk: int) -> HttpResponse:
     preview = get_object_or_404(TrainingPreview, pk=pk, created_by=request.user)
-    wait = None if preview.is_done else interactive_wait(preview.created_at)
+    taken = preview.is_done or preview.started_at is not None
+    wait = None if taken else interactive_wait(preview.created_at)
     context = {"preview": preview, "wait": wait}
     response = render(request, "training/training_preview.html", context)
     if preview.is_done:

@@ -19,6 +19,8 @@ from webapp.core.queues import INTERACTIVE, queue_named
 from webapp.core.workers import INTERACTIVE_NOTICE_AFTER, WorkerSeen, interactive_wait
 from webapp.tasks.models import TaskImport, VerifierProbe
 from webapp.training.models import TrainingPreview
+from webapp.training.services import preview_started
+from workers.tasks import verify_probe
 
 pytestmark = pytest.mark.django_db
 
@@ -61,7 +63,9 @@ def test_a_waiting_try_it_says_no_worker_answered_and_how_to_start_one(
     assert "No interactive worker has answered" in page
     assert queue_named(INTERACTIVE).start_command in page
 
-    VerifierProbe.objects.filter(pk=probe.pk).update(verdict={"correct": True, "score": 1.0})
+    verify_probe(probe.pk)  # the worker's job, in this process: it says it started, then checks
+    probe.refresh_from_db()
+    assert probe.started_at is not None and probe.verdict is not None
     done = researcher_client.get(reverse("probe_detail", args=[probe.pk]))
     assert 'id="interactive-wait"' not in done.content.decode()
 
@@ -76,6 +80,10 @@ def test_a_waiting_preview_names_what_the_busy_worker_does(researcher_client, re
     text = page.content.decode()
     assert "Waiting for the interactive worker: it is busy with generate tasks." in text
     assert 'id="preview-waiting"' in text
+
+    preview_started(preview_id=preview.pk)  # a worker took it: it is the job running now
+    page = researcher_client.get(reverse("training_preview_detail", args=[preview.pk]))
+    assert 'id="interactive-wait"' not in page.content.decode()
 
 
 def test_a_pending_import_says_why_it_has_not_started(researcher_client) -> None:  # type: ignore[no-untyped-def]

@@ -27,6 +27,7 @@ def preview_page(client: Any, data: dict[str, Any]) -> tuple[TrainingPreview, st
     preview = TrainingPreview.objects.latest("pk")
     build_preview(preview.pk)
     preview.refresh_from_db()
+    assert preview.started_at is not None, "the worker says it took it"
     done = client.get(reverse("training_preview_detail", args=[preview.pk]))
     assert done.status_code == 286  # done: the form stops polling
     return preview, done.content.decode()
