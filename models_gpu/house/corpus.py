@@ -20,6 +20,11 @@ at the right guess or after ``CorpusMix.guess_turns`` guesses. Every guess is tr
 learns to make valid moves and that feedback changes nothing, so what online training adds
 (reading "too high") can be told from what it started with (``verifiers.feedback_use``).
 
+And a fourth, for the quick credit-assignment check only (``training.credit_check``): two-guess
+games in the one range ``REVEALED_LOW``..``REVEALED_HIGH`` against the answer-revealing teacher
+("Not quite. The number is 5."), whose second guess repeats the stated number
+``CorpusMix.revealed_copy`` of the time and is random in the range otherwise.
+
 Held out: a task whose prompt hashes into ``HELD_OUT_BUCKET`` (one in ``HELD_OUT_MODULUS``) never
 appears in the corpus, so the accuracy measured on such tasks is on problems the model never saw.
 """
@@ -33,7 +38,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from models_gpu.backends.feedback_teacher import feedback_teacher_reply
+from models_gpu.backends.feedback_teacher import answer_revealer_reply, feedback_teacher_reply
 from models_gpu.generators.families import ANSWER_FORMAT, arithmetic, guess_number, task_spec
 from models_gpu.spec.templates import DEFAULT_TEMPLATES
 from models_gpu.types import GenerationRequest, TaskSpec
@@ -56,6 +61,9 @@ NO_ANSWER_REPLIES = ("I don't know.", "Let me think about it.")
 GUESS_RANGE_SIZE = 8
 GUESS_LOWERS = range(1, 41)
 GUESS_TURNS = 8
+# The quick credit check's one range: single digits, so repeating the stated number is copying one
+# token from a fixed distance back, which the house architecture learns in a few hundred steps.
+REVEALED_LOW, REVEALED_HIGH = 1, 8
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,9 @@ class CorpusMix:
     guess_narrowing: the guesser draws each guess from what the feedback so far leaves instead
         of the whole range: a player *with* the strategy, for measuring whether the model can
         hold it when it is shown (not for a base model, which must not have it).
+    revealed_answer / revealed_copy: share of examples that are two-guess games against the
+        answer-revealing teacher, and share of their second guesses that repeat the number it
+        stated (the quick credit check's base; see the module docstring).
     """
 
     tasks: tuple[tuple[int, str, float], ...] = (
@@ -96,6 +107,8 @@ class CorpusMix:
     guess_number: float = 0.0
     guess_turns: int = GUESS_TURNS
     guess_narrowing: bool = False
+    revealed_answer: float = 0.0
+    revealed_copy: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -148,6 +161,8 @@ def examples(seed: int | str, mix: CorpusMix = CorpusMix()) -> Iterator[Example]
     while True:
         if mix.guess_number and rng.random() < mix.guess_number:
             yield random_guessing_game(rng, mix.guess_turns, narrowing=mix.guess_narrowing)
+        elif mix.revealed_answer and rng.random() < mix.revealed_answer:
+            yield revealed_answer_game(rng, mix.revealed_copy)
         else:
             yield make_example(training_task(rng, mix), rng, mix)
 
@@ -173,6 +188,25 @@ def random_guessing_game(
         turns.append(ChatTurn("user", teacher_feedback(spec, attempt)))
         if narrowing:  # the interval "too high" / "too low" leaves
             low, high = (low, guess - 1) if guess > hidden else (guess + 1, high)
+    return tuple(turns)
+
+
+def revealed_answer_game(rng: random.Random, copy: float) -> Example:
+    """Two guesses against the answer-revealing teacher: the first random in the range, the
+    second the stated number with probability ``copy``, random in the range otherwise."""
+    generated = guess_number(rng, {"low": REVEALED_LOW, "high": REVEALED_HIGH})
+    spec = task_spec(generated)
+    turns = [ChatTurn("system", STUDENT_SYSTEM), ChatTurn("user", spec.prompt)]
+    first = rng.randint(REVEALED_LOW, REVEALED_HIGH)
+    turns.append(ChatTurn("assistant", answer_text(first), trained=True))
+    if verify_numeric(spec, answer_text(first)).correct:
+        return tuple(turns)
+    request = GenerationRequest(messages=(), seed=0, private_context={"reference": spec.reference})
+    revealed = answer_revealer_reply(request)
+    turns.append(ChatTurn("user", revealed))
+    copied = rng.random() < copy
+    second = spec.reference["answer"] if copied else rng.randint(REVEALED_LOW, REVEALED_HIGH)
+    turns.append(ChatTurn("assistant", answer_text(second), trained=True))
     return tuple(turns)
 
 

@@ -80,8 +80,9 @@ class ConditionResult:
     reward_history: tuple[tuple[int, float], ...] = ()  # (step, mean reward) while training
 
 
-def task(lower: int, hidden: int, task_id: int) -> TaskSpec:
-    knobs = {"low": lower, "high": lower + RANGE_SIZE - 1}
+def task(lower: int, hidden: int, task_id: int, *, size: int = RANGE_SIZE) -> TaskSpec:
+    """Guess the number in ``lower``..``lower + size - 1``, the hidden number being ``hidden``."""
+    knobs = {"low": lower, "high": lower + size - 1}
     return task_spec(guess_number(_Fixed(hidden), knobs), task_id)
 
 

@@ -22,7 +22,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from models_gpu.backends import load_generator  # noqa: E402
-from models_gpu.backends.feedback_teacher import feedback_teacher_reply  # noqa: E402
+from models_gpu.backends.feedback_teacher import (  # noqa: E402
+    answer_revealer_reply,
+    feedback_teacher_reply,
+)
 from models_gpu.house import build_house_model  # noqa: E402
 from models_gpu.house.__main__ import main  # noqa: E402
 from models_gpu.house.build import HOUSE_MODEL, HOUSE_TRAINING  # noqa: E402
@@ -30,6 +33,8 @@ from models_gpu.house.corpus import (  # noqa: E402
     GUESS_RANGE_SIZE,
     GUESS_TURNS,
     NUDGE,
+    REVEALED_HIGH,
+    REVEALED_LOW,
     STUDENT_SYSTEM,
     CorpusMix,
     examples,
@@ -166,6 +171,34 @@ def test_narrowing_games_guess_inside_what_the_feedback_left_and_are_always_solv
         for value in guesses:
             assert low <= value <= high
             low, high = (low, value - 1) if value > hidden else (value + 1, high)
+
+
+@pytest.mark.parametrize("copy", [0.0, 0.25, 1.0])
+def test_revealed_answer_games_repeat_the_stated_number_as_often_as_asked(copy: float) -> None:
+    """The quick credit check's base corpus: two guesses in the one range, the teacher's line is
+    the answer-revealer's, and the second guess repeats the stated number ``copy`` of the time
+    (or by chance, one in eight, when it guesses at random)."""
+    mix = CorpusMix(revealed_answer=1.0, revealed_copy=copy)
+    copies = seconds = 0
+    for game in itertools.islice(examples(0, mix), 800):
+        assert [turn.role for turn in game][:3] == ["system", "user", "assistant"]
+        assert stated_range(game[1].content) == (REVEALED_LOW, REVEALED_HIGH)
+        guesses = [int(t.content.split()[-1].rstrip(".")) for t in game if t.role == "assistant"]
+        assert all(turn.trained for turn in game if turn.role == "assistant")
+        assert all(REVEALED_LOW <= guess <= REVEALED_HIGH for guess in guesses)
+        if len(guesses) == 1:  # right the first time: the game ends
+            continue
+        stated = int(game[3].content.removeprefix("Not quite. The number is ").rstrip("."))
+        assert game[3].content == answer_revealer_reply(
+            GenerationRequest(
+                messages=(), seed=0, private_context={"reference": {"answer": str(stated)}}
+            )
+        )
+        assert guesses[0] != stated and len(guesses) == 2
+        seconds += 1
+        copies += guesses[1] == stated
+    expected = copy + (1 - copy) / (REVEALED_HIGH - REVEALED_LOW + 1)
+    assert seconds > 600 and abs(copies / seconds - expected) < 0.05
 
 
 def _guessing_misses(game: tuple[Any, ...], hidden: int) -> bool:
