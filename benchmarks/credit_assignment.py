@@ -46,7 +46,10 @@ def main() -> None:
     base.add_argument(
         "--quick", action="store_true", help="Build the quick check's base and play its range."
     )
-    parser.add_argument("--steps", type=int, default=None, help="Default: 150, quick 30.")
+    parser.add_argument(
+        "--steps", type=int, default=None,
+        help=f"Default: {CreditCheckSettings().steps}, with --quick {QUICK.steps}.",
+    )  # fmt: skip
     parser.add_argument("--lr", type=float, default=CreditCheckSettings().learning_rate)
     parser.add_argument("--tasks-per-step", type=int, default=MINIATURE_ONLINE.tasks_per_step)
     parser.add_argument("--seed", type=int, default=0)
