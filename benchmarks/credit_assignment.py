@@ -65,17 +65,16 @@ def main() -> None:
         tasks_per_step=args.tasks_per_step,
         rollout_backend=args.rollout_backend,
     )
-    defaults = QUICK if args.quick else CreditCheckSettings()
-    steps = defaults.steps if args.steps is None else args.steps
-    settings = replace(defaults, steps=steps, learning_rate=args.lr, online=online)
     work = Path(args.work_dir or tempfile.mkdtemp(prefix="credit-check-"))
     if args.quick:
         started = time.perf_counter()
         model = build_quick_base(work / "quick-base", seed=args.seed)
         print(f"quick base built in {time.perf_counter() - started:.0f} s")
+        defaults, tasks = QUICK, quick_tasks()
     else:
-        model = Path(args.model)
-    tasks = quick_tasks() if args.quick else None
+        model, defaults, tasks = Path(args.model), CreditCheckSettings(), None
+    steps = defaults.steps if args.steps is None else args.steps
+    settings = replace(defaults, steps=steps, learning_rate=args.lr, online=online)
     result = run_credit_check(model, work, settings, seed=args.seed, tasks=tasks, report=print)
     summary = json.loads(
         (work / f"credit-check-seed{args.seed}" / "final" / "dialab_training.json").read_text()
