@@ -12,6 +12,11 @@ For each backend, on the same loaded model, after one warm-up call:
                  the scripted feedback teacher, the numeric verifier), every finished dialogue
                  persisted as it finishes;
   one-at-a-time  the same engine with batch_size=1 over the first ``--one-at-a-time`` dialogues.
+  replayed       the engine's last round and its first round's requests of the same dialogues
+                 (so the same batch size), sent again after the engine ran, each the median of
+                 ``--raw-repeats`` calls: both prompts are then as cached as they can be, so
+                 what still separates the two calls is the length of the context each new token
+                 attends to, not prefill.
 Throughput is the students' generated tokens (completion tokens as the backend counts them; the
 teacher is scripted) per second of wall time; for the engine paths the wall time includes
 verification, the teacher, and persistence. Every raw call and engine path starts with the
@@ -137,11 +142,10 @@ class TimedGenerator:
 
     inner: Generator
     calls: list[Call] = field(default_factory=list)
-    first_requests: list[GenerationRequest] = field(default_factory=list)
+    requests: list[list[GenerationRequest]] = field(default_factory=list)  # each call's
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
-        if not self.calls:
-            self.first_requests = list(requests)
+        self.requests.append(list(requests))
         started = time.perf_counter()
         generations = self.inner.generate(requests)
         seconds = time.perf_counter() - started
@@ -176,6 +180,7 @@ class Measurement:
     generate_seconds: float
     persist_seconds: float = 0.0
     calls: tuple[Call, ...] = ()
+    requests: tuple[list[GenerationRequest], ...] = ()  # each call's (the engine's rounds)
 
     @property
     def tokens_per_second(self) -> float:
@@ -231,16 +236,36 @@ def measure_engine(
         seconds = time.perf_counter() - started
     assert store.dialogues == len(jobs) == stats.dialogues_finished, (store.dialogues, len(jobs))
     # The raw call must be the engine's first round, request for request.
-    assert student.first_requests == [
-        first_turn_request(job, protocol) for job in jobs[:batch_size]
-    ]
+    assert student.requests[0] == [first_turn_request(job, protocol) for job in jobs[:batch_size]]
     return Measurement(
         backend, path, len(jobs), len(student.calls), stats.student_generations,
         store.student_tokens, seconds, student.seconds, store.seconds, tuple(student.calls),
+        tuple(student.requests),
     )  # fmt: skip
 
 
-def bench_backend(args: argparse.Namespace, backend: str, folder: Path) -> list[Measurement]:
+def measure_replays(generator: Generator, engine: Measurement, *, repeats: int) -> list[Call]:
+    """The engine's first round's requests of the dialogues its last round played, and that
+    last round, sent again (the median of ``repeats`` calls each): the first round's call
+    against the last's, with the batch size and the prefill taken out of the comparison. The
+    last round goes first: the transformers backend keeps one prefix a dialogue, its latest
+    call's, and the first round's prompts are prefixes of the last's, not the reverse."""
+    last = engine.requests[-1]
+    going = {request.seed for request in last}  # a job's seed is its own (make_jobs)
+    first = [request for request in engine.requests[0] if request.seed in going]
+    medians = {}
+    for name, requests in (("last", last), ("first", first)):
+        timed = TimedGenerator(generator)
+        for _ in range(repeats):
+            timed.generate(requests)
+        medians[name] = sorted(timed.calls, key=_speed)[len(timed.calls) // 2]
+    return [medians["first"], medians["last"]]
+
+
+def bench_backend(
+    args: argparse.Namespace, backend: str, folder: Path
+) -> tuple[list[Measurement], list[Call]]:
+    """The raw, engine and one-at-a-time measurements, and the replayed first and last rounds."""
     params = {"max_new_tokens": args.max_new_tokens, "temperature": args.temperature}
     params.update(BACKEND_PARAMS.get(backend, {}))
     started = time.perf_counter()
@@ -257,6 +282,7 @@ def bench_backend(args: argparse.Namespace, backend: str, folder: Path) -> list[
             batch_size=args.batch_size or args.dialogues,
             out_path=folder / f"{backend}-engine.jsonl",
         )  # fmt: skip
+        replayed = measure_replays(generator, engine, repeats=args.raw_repeats)
         single = measure_engine(
             backend, "one-at-a-time", generator, jobs[: args.one_at_a_time], protocol,
             batch_size=1, out_path=folder / f"{backend}-single.jsonl",
@@ -265,7 +291,7 @@ def bench_backend(args: argparse.Namespace, backend: str, folder: Path) -> list[
         close = getattr(generator, "close", None)
         if close is not None:
             close()
-    return [raw, engine, single]
+    return [raw, engine, single], replayed
 
 
 def main() -> None:
@@ -295,8 +321,10 @@ def main() -> None:
         f"load average {_load()} · rows written to {folder}"
     )
     results: list[Measurement] = []
-    for backend in args.backends.split(","):
-        results.extend(bench_backend(args, backend.strip(), folder))
+    replays: dict[str, list[Call]] = {}
+    for backend in (name.strip() for name in args.backends.split(",")):
+        measured, replays[backend] = bench_backend(args, backend, folder)
+        results.extend(measured)
 
     print()
     header = (
@@ -322,28 +350,34 @@ def main() -> None:
             continue
         for number, call in enumerate(m.calls, start=1):
             label = "raw" if m.path.startswith("raw") else f"round {number}"
-            print(
-                f"  {m.backend:<13} {label:<8} batch {call.batch:>4} · mean prompt "
-                f"{call.mean_prompt_tokens:>6.1f} tokens ({call.mean_cached_tokens:>6.1f} "
-                f"cached) · {call.tokens:>6} tokens (longest {call.longest:>3}) in "
-                f"{call.seconds:>6.2f} s = "
-                f"{call.tokens / call.seconds:>7.0f} tokens/s"
-            )
+            print(_call_line(m.backend, label, call))
+    print()
+    print(
+        "The last round against the first, the same dialogues, sent again with their prompts "
+        "cached: what the last round's longer context costs each new token"
+    )
+    for backend, calls in replays.items():
+        for label, call in zip(("round 1", "last"), calls, strict=True):
+            print(_call_line(backend, label, call))
     print()
     print(
         "Headlines, per backend (targets): the engine's tokens/s over one raw call's (>= 0.9) "
         "and over one dialogue at a time (>= 10); its last round's tokens/s over its first "
-        "(>= 0.8); its overhead, 1 - its generate seconds / its wall seconds (verifier, "
-        "teacher, persistence; <= 0.03)"
+        "(>= 0.8), and that ratio replayed, batch and prefill taken out (no target); its "
+        "overhead, 1 - its generate seconds / its wall seconds (verifier, teacher, persistence; "
+        "<= 0.03)"
     )
     for backend in dict.fromkeys(m.backend for m in results):
         raw, engine, single = (m for m in results if m.backend == backend)
         first, last = engine.calls[0], engine.calls[-1]
+        replayed_first, replayed_last = replays[backend]
         print(
             f"{backend}_engine_over_raw: "
             f"{engine.tokens_per_second / raw.tokens_per_second:.2f}\n"
             f"{backend}_last_round_over_first: "
-            f"{(last.tokens / last.seconds) / (first.tokens / first.seconds):.2f}\n"
+            f"{_speed(last) / _speed(first):.2f}\n"
+            f"{backend}_replayed_last_round_over_first: "
+            f"{_speed(replayed_last) / _speed(replayed_first):.2f}\n"
             f"{backend}_engine_over_one_at_a_time: "
             f"{engine.tokens_per_second / single.tokens_per_second:.1f}\n"
             f"{backend}_engine_overhead: {1 - engine.generate_seconds / engine.seconds:.3f}"
@@ -356,6 +390,19 @@ def forget_prefixes(generator: Generator) -> None:
     forget = getattr(generator, "forget_prefixes", None)
     if forget is not None:
         forget()
+
+
+def _speed(call: Call) -> float:
+    return call.tokens / call.seconds
+
+
+def _call_line(backend: str, label: str, call: Call) -> str:
+    return (
+        f"  {backend:<13} {label:<8} batch {call.batch:>4} · mean prompt "
+        f"{call.mean_prompt_tokens:>6.1f} tokens ({call.mean_cached_tokens:>6.1f} cached) · "
+        f"{call.tokens:>6} tokens (longest {call.longest:>3}) in {call.seconds:>6.2f} s = "
+        f"{_speed(call):>7.0f} tokens/s"
+    )
 
 
 def _load() -> str:
