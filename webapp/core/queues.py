@@ -10,6 +10,9 @@ and training runs go to the batch queue. Only this module's names are used in co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
+
+from django.apps import apps
 
 INTERACTIVE = "interactive"
 # Named "gpu" since the first deployments: its workers live where the models' accelerators are.
@@ -52,6 +55,28 @@ def queue_named(name: str) -> Queue:
     """The queue called ``name``; a queue this version no longer routes to (a run stored by an
     older one) reads as the batch queue, which plays every run that is not interactive."""
     return BY_NAME.get(name, BY_NAME[BATCH])
+
+
+@dataclass(frozen=True)
+class JobWaiting:
+    """A job on the interactive queue that no worker has taken yet, other than a run's."""
+
+    name: str  # what it works on: a task set, a task, a base model
+    kind: str  # what the pages call it: "Try it", "training preview", an import's source
+    sent_at: datetime
+
+
+def interactive_jobs_waiting(limit: int = 50) -> list[JobWaiting]:
+    """Every app's jobs on the interactive queue not taken yet (a run's jobs aside): the oldest
+    ``limit``, in the order its worker takes them, as jobs reach the broker when they are
+    created. Each app that sends such jobs lists its own, with an ``interactive_jobs_waiting
+    (limit)`` method on its AppConfig, so that this layer imports none of them."""
+    jobs = [
+        job
+        for config in apps.get_app_configs()
+        for job in getattr(config, "interactive_jobs_waiting", lambda limit: [])(limit)
+    ]
+    return sorted(jobs, key=lambda job: job.sent_at)[:limit]
 
 
 def run_queue(*, people: bool) -> str:

@@ -22,7 +22,6 @@ from webapp.core.queues import QUEUES, Queue, queue_named
 from webapp.core.workers import remembered_queues, workers_online
 from webapp.runs.models import Run
 from webapp.runs.services import RUN_TASKS
-from webapp.tasks.models import TaskImport
 
 
 @dataclass(frozen=True)
@@ -132,8 +131,3 @@ def _waiting_runs() -> QuerySet[Run]:
     return Run.objects.filter(status=Run.Status.QUEUED, cancel_requested=False).order_by(
         F("dispatched_at").asc(nulls_last=True), "pk"
     )
-
-
-def imports_waiting() -> QuerySet[TaskImport]:
-    """Imports and generations sent to the interactive queue and not taken yet, oldest first."""
-    return TaskImport.objects.filter(status=TaskImport.Status.PENDING).order_by("created_at")

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from webapp.core.permissions import researcher_required
-from webapp.core.queues import INTERACTIVE
+from webapp.core.queues import INTERACTIVE, interactive_jobs_waiting
 from webapp.runs import waits
 
 
@@ -24,7 +24,7 @@ def workers_state(request: HttpRequest) -> HttpResponse:
     context = {
         "workers": workers,
         "queues": waits.queue_states(workers),
-        "imports": list(waits.imports_waiting()[:50]),
+        "jobs_waiting": interactive_jobs_waiting(),
         "interactive": INTERACTIVE,
     }
     return render(request, "runs/workers.html#state", context)

@@ -1,6 +1,25 @@
+from __future__ import annotations
+
 from django.apps import AppConfig
+
+from webapp.core.queues import JobWaiting
 
 
 class TasksConfig(AppConfig):
     name = "webapp.tasks"
     label = "tasks"
+
+    def interactive_jobs_waiting(self, limit: int) -> list[JobWaiting]:
+        """Imports, generations and Try it checks no worker has taken yet, oldest first
+        (``webapp.core.queues.interactive_jobs_waiting``)."""
+        from webapp.tasks.models import TaskImport, VerifierProbe
+
+        imports = TaskImport.objects.filter(status=TaskImport.Status.PENDING)
+        probes = VerifierProbe.objects.filter(started_at=None, verdict__isnull=True, error="")
+        return [
+            JobWaiting(job.task_set_name, job.get_source_display(), job.created_at)
+            for job in imports.order_by("created_at")[:limit]
+        ] + [
+            JobWaiting(f"{probe.task} of {probe.task.task_set}", "Try it", probe.created_at)
+            for probe in probes.select_related("task__task_set").order_by("created_at")[:limit]
+        ]

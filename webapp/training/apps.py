@@ -1,7 +1,22 @@
+from __future__ import annotations
+
 from django.apps import AppConfig
+
+from webapp.core.queues import JobWaiting
 
 
 class TrainingConfig(AppConfig):
     name = "webapp.training"
     label = "training"
     verbose_name = "Training"
+
+    def interactive_jobs_waiting(self, limit: int) -> list[JobWaiting]:
+        """Training previews no worker has taken yet, oldest first
+        (``webapp.core.queues.interactive_jobs_waiting``)."""
+        from webapp.training.models import TrainingPreview
+
+        previews = TrainingPreview.objects.filter(started_at=None, result__isnull=True, error="")
+        return [
+            JobWaiting(preview.base_model.name, "training preview", preview.created_at)
+            for preview in previews.select_related("base_model").order_by("created_at")[:limit]
+        ]

@@ -28,7 +28,8 @@ from webapp.core.templatetags.dialab import about_duration
 from webapp.people.playground import playground_start
 from webapp.runs import waits
 from webapp.runs.models import Run
-from webapp.tasks.models import TaskImport
+from webapp.tasks.models import TaskImport, VerifierProbe
+from webapp.training.models import TrainingPreview
 
 pytestmark = pytest.mark.django_db
 
@@ -170,6 +171,47 @@ def test_the_workers_page_shows_each_worker_and_each_queues_waiting_jobs_in_orde
     assert "twenty mazes" in interactive
     researcher_client.force_login(annotator)
     assert researcher_client.get(reverse("workers")).status_code == 403
+
+
+def test_the_interactive_queue_lists_every_job_not_taken_yet_oldest_first(
+    researcher_client,
+) -> None:  # type: ignore[no-untyped-def]
+    """Imports, Try it checks and training previews, in the order they were sent; not those a
+    worker took or finished."""
+    task = TaskFactory(external_id="sum-7")
+    probe = VerifierProbe.objects.create(task=task, response="It is 12.")
+    VerifierProbe.objects.create(task=task, response="taken", started_at=timezone.now())
+    VerifierProbe.objects.create(task=task, response="done", verdict={"correct": True})
+    preview = TrainingPreview.objects.create(
+        base_model=StudentFactory(name="tiny base"), training_config={}
+    )
+    TaskImport.objects.create(
+        source=TaskImport.Source.GENERATOR, task_set_name="twenty mazes",
+        status=TaskImport.Status.PENDING,
+    )  # fmt: skip
+    TaskImport.objects.create(
+        source=TaskImport.Source.GENERATOR, task_set_name="imported already",
+        status=TaskImport.Status.SUCCEEDED,
+    )  # fmt: skip
+    # Sent in this order: the preview first, then the probe, then the import.
+    TrainingPreview.objects.filter(pk=preview.pk).update(
+        created_at=timezone.now() - timedelta(minutes=3)
+    )
+    VerifierProbe.objects.filter(pk=probe.pk).update(
+        created_at=timezone.now() - timedelta(minutes=2)
+    )
+
+    page = researcher_client.get(reverse("workers_state")).content.decode()
+    waiting = page[page.index('id="jobs-waiting"') : page.index('id="queue-gpu"')]
+    entries = [
+        'tiny base <span class="muted">— training preview',
+        f'sum-7 of {task.task_set} <span class="muted">— Try it',
+        'twenty mazes <span class="muted">— Procedural generator',
+    ]
+    assert [waiting.index(entry) for entry in entries] == sorted(
+        waiting.index(entry) for entry in entries
+    )
+    assert waiting.count("<li>") == 3, "taken, finished and imported jobs are not listed"
 
 
 @pytest.mark.parametrize(
