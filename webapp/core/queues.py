@@ -69,8 +69,8 @@ class JobWaiting:
 def interactive_jobs_waiting(limit: int = 50) -> list[JobWaiting]:
     """Every app's jobs on the interactive queue not taken yet (a run's jobs aside): the oldest
     ``limit``, in the order its worker takes them, as jobs reach the broker when they are
-    created. Each app that sends such jobs lists its own, with an ``interactive_jobs_waiting
-    (limit)`` method on its AppConfig, so that this layer imports none of them."""
+    created. Each app that sends such jobs lists its own in a method of its AppConfig of the
+    same name, taking ``limit``, so that this layer imports none of them."""
     jobs = [
         job
         for config in apps.get_app_configs()
