@@ -17,6 +17,8 @@ is running (a duplicate, or a job given back because its prefork child died:
 
 Task imports left "running" by a dead worker are sent again by the same sweeps
 (``webapp.tasks.imports.claims``): an import commits all its tasks or none, so it starts over.
+After a broker lost its messages, ``resume_stale_runs --all-queued`` also sends again every
+interactive job no worker has taken (``resend_interactive_jobs``).
 The sweeps also end the dialogues whose turn waited for a person past its deadline
 (``webapp.people.services.pending_expire``; an inbox that opens does it too).
 """
@@ -57,6 +59,26 @@ def recover_imports() -> list[int]:
     from webapp.tasks.imports.claims import task_imports_recover
 
     return task_imports_recover()
+
+
+def resend_interactive_jobs() -> list[str]:
+    """Send again every interactive job no worker has taken (imports, Try it checks, training
+    previews: the Workers page's "Other jobs waiting"), after the broker lost its messages.
+    Each job is claimed by one conditional update, so a duplicate message does nothing.
+    Returns what was sent, as "kind id"."""
+    from webapp.tasks.imports.claims import task_imports_resend
+    from webapp.tasks.services import probes_resend
+    from webapp.training.services import previews_resend
+
+    return [
+        f"{kind} {job_id}"
+        for kind, resend in (
+            ("import", task_imports_resend),
+            ("Try it", probes_resend),
+            ("preview", previews_resend),
+        )
+        for job_id in resend()
+    ]
 
 
 def expire_person_turns() -> int:

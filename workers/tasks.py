@@ -61,10 +61,11 @@ def verify_probe(probe_id: int) -> None:
     from models_gpu.sandbox import SandboxUnavailable
     from models_gpu.verifiers import verify
     from webapp.tasks.selectors import probe_to_verify
-    from webapp.tasks.services import probe_record, probe_started
+    from webapp.tasks.services import probe_claim, probe_record
     from workers.specs import task_spec, verdict_row
 
-    probe_started(probe_id=probe_id)
+    if not probe_claim(probe_id=probe_id):
+        return  # a duplicate message: another job took it
     task, response = probe_to_verify(probe_id=probe_id)
     try:
         verdict = verify(task_spec(task), response)

@@ -319,7 +319,8 @@ def build_preview(preview_id: int) -> None:
     """The launch form's preview (``models_gpu.training.preview``), or why there is none."""
     from models_gpu.training.preview import training_preview
 
-    services.preview_started(preview_id=preview_id)
+    if not services.preview_claim(preview_id=preview_id):
+        return  # a duplicate message: another job took it
     selection = preview_selection(preview_id=preview_id, sample_size=PREVIEW_SAMPLE)
     if not selection.sample:
         services.preview_record(preview_id=preview_id, result=None, error=NOTHING_TO_TRAIN)

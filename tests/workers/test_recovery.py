@@ -219,3 +219,71 @@ def test_a_run_plays_what_its_frozen_config_says_not_the_rows_of_today(
     assert dialogues.count() == task_set.tasks.count() * 2  # samples_per_task from the config
     # Read live, either edit would end every dialogue at turn 1.
     assert max(dialogues.values_list("num_turns", flat=True)) > 1
+
+
+def test_all_queued_sends_again_the_interactive_jobs_no_worker_took(
+    django_capture_on_commit_callbacks,
+) -> None:  # type: ignore[no-untyped-def]
+    """After the broker lost its messages, the Workers page's "other jobs waiting" are sent
+    again; taken and finished ones are not."""
+    from webapp.celery import app
+    from webapp.tasks.models import TaskImport, VerifierProbe
+    from webapp.training.models import TrainingPreview
+
+    task = TaskFactory()
+    probe = VerifierProbe.objects.create(task=task, response="lost")
+    VerifierProbe.objects.create(task=task, response="taken", started_at=timezone.now())
+    VerifierProbe.objects.create(task=task, response="done", verdict={"correct": True})
+    preview = TrainingPreview.objects.create(base_model=StudentFactory(), training_config={})
+    pending = TaskImport.objects.create(
+        source=TaskImport.Source.GENERATOR, task_set_name="lost",
+        status=TaskImport.Status.PENDING,
+    )  # fmt: skip
+    TaskImport.objects.create(
+        source=TaskImport.Source.GENERATOR, task_set_name="done",
+        status=TaskImport.Status.SUCCEEDED,
+    )  # fmt: skip
+    out = StringIO()
+    try:
+        call_command("resume_stale_runs", stdout=out)
+        assert "waiting interactive" not in out.getvalue(), "only with --all-queued"
+        call_command("resume_stale_runs", "--all-queued", stdout=out)
+    finally:
+        app.control.purge()
+    sent = f"['import {pending.pk}', 'Try it {probe.pk}', 'preview {preview.pk}']"
+    assert f"sent again 3 waiting interactive job(s) {sent}" in out.getvalue()
+
+
+def test_a_try_it_sent_again_is_checked_and_a_duplicate_message_does_nothing(
+    eager_celery, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    from webapp.tasks import services as task_services
+    from webapp.tasks.models import VerifierProbe
+    from workers.tasks import verify_probe
+
+    task = TaskFactory(position=3, reference={"answer": "7"})
+    with django_capture_on_commit_callbacks(execute=False):  # its message is lost
+        probe = task_services.probe_create(task=task, response="It is 7.", user=None)
+    with django_capture_on_commit_callbacks(execute=True):  # the test's transaction
+        call_command("resume_stale_runs", "--all-queued", stdout=StringIO())
+    probe.refresh_from_db()
+    assert probe.started_at is not None and probe.verdict is not None
+    assert probe.verdict["correct"] is True
+
+    VerifierProbe.objects.filter(pk=probe.pk).update(response="It is 8.")
+    verify_probe(probe.pk)  # the lost message arrives after all
+    probe.refresh_from_db()
+    assert probe.verdict["correct"] is True, "checked once: the duplicate found it taken"
+
+
+def test_a_training_preview_sent_twice_is_built_once() -> None:
+    from webapp.training.models import TrainingPreview
+    from webapp.training.services import preview_claim
+    from workers.training import build_preview
+
+    preview = TrainingPreview.objects.create(base_model=StudentFactory(), training_config={})
+    assert preview_claim(preview_id=preview.pk)
+    build_preview(preview.pk)  # a duplicate message: the claim above took it
+    preview.refresh_from_db()
+    assert (preview.result, preview.error) == (None, "")
+    assert not preview_claim(preview_id=preview.pk)

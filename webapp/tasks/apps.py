@@ -12,10 +12,11 @@ class TasksConfig(AppConfig):
     def interactive_jobs_waiting(self, limit: int) -> list[JobWaiting]:
         """Imports, generations and Try it checks no worker has taken yet, oldest first
         (``webapp.core.queues.interactive_jobs_waiting``)."""
-        from webapp.tasks.models import TaskImport, VerifierProbe
+        from webapp.tasks.models import TaskImport
+        from webapp.tasks.selectors import probes_waiting
 
         imports = TaskImport.objects.filter(status=TaskImport.Status.PENDING)
-        probes = VerifierProbe.objects.filter(started_at=None, verdict__isnull=True, error="")
+        probes = probes_waiting()
         return [
             JobWaiting(job.task_set_name, job.get_source_display(), job.created_at)
             for job in imports.order_by("created_at")[:limit]

@@ -102,3 +102,8 @@ def task_keys(*, task_ids: Iterable[int]) -> dict[int, str]:
     """``{task id: task_key}`` in one query."""
     tasks = Task.objects.filter(pk__in=list(task_ids)).values_list("pk", "prompt", "reference")
     return {pk: task_key(prompt, reference) for pk, prompt, reference in tasks}
+
+
+def probes_waiting() -> QuerySet[VerifierProbe]:
+    """The probes no worker has taken yet (nor answered: probes older than ``started_at``)."""
+    return VerifierProbe.objects.filter(started_at=None, verdict__isnull=True, error="")

@@ -23,7 +23,7 @@ from django.utils import timezone
 from webapp.accounts.models import User
 from webapp.core.dispatch import enqueue_on_commit
 from webapp.tasks.models import Task, TaskSet, VerifierProbe
-from webapp.tasks.selectors import task_set_newest_version
+from webapp.tasks.selectors import probes_waiting, task_set_newest_version
 
 # The fields that make a task what it is; copying a task copies exactly these.
 TASK_CONTENT_FIELDS = (
@@ -262,9 +262,21 @@ def probe_create(*, task: Task, response: str, user: User | None) -> VerifierPro
     return probe
 
 
-def probe_started(*, probe_id: int) -> None:
-    """A worker took the probe: its page stops saying what it waits for."""
-    VerifierProbe.objects.filter(pk=probe_id).update(started_at=timezone.now())
+def probe_claim(*, probe_id: int) -> bool:
+    """Take the probe (its page stops saying what it waits for) with one conditional update, so
+    that a message sent again (``probes_resend``) runs the verifier once; False if taken."""
+    return bool(
+        VerifierProbe.objects.filter(pk=probe_id, started_at=None).update(started_at=timezone.now())
+    )
+
+
+def probes_resend() -> list[int]:
+    """Send again every probe no worker has taken, after the broker lost its messages (a Redis
+    restart without persistence); returns their ids. A duplicate is harmless (``probe_claim``)."""
+    waiting = list(probes_waiting().values_list("pk", flat=True))
+    for probe_id in waiting:
+        enqueue_on_commit(VERIFY_PROBE_TASK, probe_id)
+    return waiting
 
 
 def probe_record(*, probe_id: int, verdict: dict[str, Any] | None, error: str = "") -> None:

@@ -13,9 +13,9 @@ class TrainingConfig(AppConfig):
     def interactive_jobs_waiting(self, limit: int) -> list[JobWaiting]:
         """Training previews no worker has taken yet, oldest first
         (``webapp.core.queues.interactive_jobs_waiting``)."""
-        from webapp.training.models import TrainingPreview
+        from webapp.training.selectors import previews_waiting
 
-        previews = TrainingPreview.objects.filter(started_at=None, result__isnull=True, error="")
+        previews = previews_waiting()
         return [
             JobWaiting(preview.base_model.name, "training preview", preview.created_at)
             for preview in previews.select_related("base_model").order_by("created_at")[:limit]

@@ -224,3 +224,8 @@ def training_run_evaluations(*, run: Run, trained_model: ModelSpec | None) -> Tr
     if trained_model is not None:
         trained = trained_model.student_runs.filter(kind=Run.Kind.EVAL).first()
     return TrainingEvaluations(base, trained)
+
+
+def previews_waiting() -> QuerySet[TrainingPreview]:
+    """The previews no worker has taken yet (nor answered: previews older than ``started_at``)."""
+    return TrainingPreview.objects.filter(started_at=None, result__isnull=True, error="")

@@ -32,7 +32,12 @@ from webapp.runs import services as runs
 from webapp.runs.models import MetricPoint, Run
 from webapp.training.heldout import selection_task_keys
 from webapp.training.models import DatasetSnapshot, TrainingPreview
-from webapp.training.selectors import selection_counts, selection_dialogues, training_dialogues
+from webapp.training.selectors import (
+    previews_waiting,
+    selection_counts,
+    selection_dialogues,
+    training_dialogues,
+)
 
 # A priming stage's curves are the fine-tuning ones under this prefix ("priming_loss", ...).
 
@@ -194,9 +199,21 @@ def preview_create(
     return preview
 
 
-def preview_started(*, preview_id: int) -> None:
-    """A worker took the preview: its page stops saying what it waits for."""
-    TrainingPreview.objects.filter(pk=preview_id).update(started_at=timezone.now())
+def preview_claim(*, preview_id: int) -> bool:
+    """Take the preview (its page stops saying what it waits for) with one conditional update,
+    so that a message sent again (``previews_resend``) builds it once; False if taken."""
+    waiting = TrainingPreview.objects.filter(pk=preview_id, started_at=None)
+    return bool(waiting.update(started_at=timezone.now()))
+
+
+def previews_resend() -> list[int]:
+    """Send again every preview no worker has taken, after the broker lost its messages (a
+    Redis restart without persistence); returns their ids. A duplicate is harmless
+    (``preview_claim``)."""
+    waiting = list(previews_waiting().values_list("pk", flat=True))
+    for preview_id in waiting:
+        enqueue_on_commit(PREVIEW_TASK, preview_id)
+    return waiting
 
 
 def preview_record(*, preview_id: int, result: PreviewResult | None, error: str = "") -> None:

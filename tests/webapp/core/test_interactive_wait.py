@@ -19,7 +19,7 @@ from webapp.core.queues import INTERACTIVE, queue_named
 from webapp.core.workers import INTERACTIVE_NOTICE_AFTER, WorkerSeen, interactive_wait
 from webapp.tasks.models import TaskImport, VerifierProbe
 from webapp.training.models import TrainingPreview
-from webapp.training.services import preview_started
+from webapp.training.services import preview_claim
 from workers.tasks import verify_probe
 
 pytestmark = pytest.mark.django_db
@@ -81,7 +81,7 @@ def test_a_waiting_preview_names_what_the_busy_worker_does(researcher_client, re
     assert "Waiting for the interactive worker: it is busy with generate tasks." in text
     assert 'id="preview-waiting"' in text
 
-    preview_started(preview_id=preview.pk)  # a worker took it: it is the job running now
+    assert preview_claim(preview_id=preview.pk)  # a worker took it: it is the job running now
     page = researcher_client.get(reverse("training_preview_detail", args=[preview.pk]))
     assert 'id="interactive-wait"' not in page.content.decode()
 

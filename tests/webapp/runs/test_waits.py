@@ -212,6 +212,7 @@ def test_the_interactive_queue_lists_every_job_not_taken_yet_oldest_first(
         waiting.index(entry) for entry in entries
     )
     assert waiting.count("<li>") == 3, "taken, finished and imported jobs are not listed"
+    assert "resume_stale_runs --all-queued</code> sends them again" in waiting
 
 
 @pytest.mark.parametrize(

@@ -155,6 +155,17 @@ def task_imports_recover() -> list[int]:
     return [task_import.pk for task_import in lost]
 
 
+def task_imports_resend() -> list[int]:
+    """Send again every import no worker has taken, after the broker lost its messages (a Redis
+    restart without persistence); returns their ids. A duplicate is harmless: only one claim
+    can win (``task_import_claim``)."""
+    pending = TaskImport.objects.filter(status=TaskImport.Status.PENDING)
+    waiting = list(pending.only("pk", "source"))
+    for task_import in waiting:
+        enqueue_on_commit(task_name(task_import), task_import.pk)  # outside a transaction: now
+    return [task_import.pk for task_import in waiting]
+
+
 def task_import_release(*, import_id: int, worker: str) -> bool:
     """Give back a claim that ``worker`` cannot finish although it lives (it lost the database:
     its transaction, and so the import, committed nothing), and send the import again; the next

@@ -7,7 +7,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from workers.recovery import expire_person_turns, recover_imports, recover_runs
+from workers.recovery import (
+    expire_person_turns,
+    recover_imports,
+    recover_runs,
+    resend_interactive_jobs,
+)
 
 
 class Command(BaseCommand):
@@ -22,13 +27,17 @@ class Command(BaseCommand):
         parser.add_argument(
             "--all-queued",
             action="store_true",
-            help="Send every queued run again, e.g. after the broker lost its messages "
-            "(a Redis restart without persistence). Duplicates are harmless.",
+            help="Send every queued run again, and every interactive job no worker has taken "
+            "(imports, Try it checks, training previews), e.g. after the broker lost its "
+            "messages (a Redis restart without persistence). Duplicates are harmless.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
         imports = recover_imports()
         self.stdout.write(f"sent again {len(imports)} import(s) whose worker is gone {imports}")
+        if options["all_queued"]:
+            waiting = resend_interactive_jobs()
+            self.stdout.write(f"sent again {len(waiting)} waiting interactive job(s) {waiting}")
         expired = expire_person_turns()
         self.stdout.write(f"ended {expired} dialogue(s) whose person did not answer in time")
         recovery = recover_runs(all_queued=options["all_queued"])
