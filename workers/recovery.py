@@ -64,8 +64,9 @@ def recover_imports() -> list[int]:
 def resend_interactive_jobs() -> list[str]:
     """Send again every interactive job no worker has taken (imports, Try it checks, training
     previews: the Workers page's "Other jobs waiting"), after the broker lost its messages.
-    Each job is claimed by one conditional update, so a duplicate message does nothing.
-    Returns what was sent, as "kind id"."""
+    A duplicate message does nothing: an import is claimed by one conditional update, and a
+    check or a preview that has its answer is not done again. Returns what was sent, as
+    "kind id"."""
     from webapp.tasks.imports.claims import task_imports_resend
     from webapp.tasks.services import probes_resend
     from webapp.training.services import previews_resend

@@ -65,7 +65,7 @@ def verify_probe(probe_id: int) -> None:
     from workers.specs import task_spec, verdict_row
 
     if not probe_claim(probe_id=probe_id):
-        return  # a duplicate message: another job took it
+        return  # a duplicate message: it has its answer
     task, response = probe_to_verify(probe_id=probe_id)
     try:
         verdict = verify(task_spec(task), response)

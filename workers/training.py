@@ -320,7 +320,7 @@ def build_preview(preview_id: int) -> None:
     from models_gpu.training.preview import training_preview
 
     if not services.preview_claim(preview_id=preview_id):
-        return  # a duplicate message: another job took it
+        return  # a duplicate message: it has its answer
     selection = preview_selection(preview_id=preview_id, sample_size=PREVIEW_SAMPLE)
     if not selection.sample:
         services.preview_record(preview_id=preview_id, result=None, error=NOTHING_TO_TRAIN)

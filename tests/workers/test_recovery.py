@@ -273,17 +273,18 @@ def test_a_try_it_sent_again_is_checked_and_a_duplicate_message_does_nothing(
     VerifierProbe.objects.filter(pk=probe.pk).update(response="It is 8.")
     verify_probe(probe.pk)  # the lost message arrives after all
     probe.refresh_from_db()
-    assert probe.verdict["correct"] is True, "checked once: the duplicate found it taken"
+    assert probe.verdict["correct"] is True, "checked once: the duplicate found it answered"
 
 
-def test_a_training_preview_sent_twice_is_built_once() -> None:
+def test_a_training_preview_sent_again_once_answered_is_left_as_it_is() -> None:
     from webapp.training.models import TrainingPreview
     from webapp.training.services import preview_claim
     from workers.training import build_preview
 
     preview = TrainingPreview.objects.create(base_model=StudentFactory(), training_config={})
-    assert preview_claim(preview_id=preview.pk)
-    build_preview(preview.pk)  # a duplicate message: the claim above took it
+    assert preview_claim(preview_id=preview.pk), "taken (again, after a lost worker) until answered"
+    TrainingPreview.objects.filter(pk=preview.pk).update(error="the first job's answer")
+    build_preview(preview.pk)  # a duplicate message
     preview.refresh_from_db()
-    assert (preview.result, preview.error) == (None, "")
+    assert (preview.result, preview.error) == (None, "the first job's answer")
     assert not preview_claim(preview_id=preview.pk)

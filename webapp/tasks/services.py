@@ -263,16 +263,17 @@ def probe_create(*, task: Task, response: str, user: User | None) -> VerifierPro
 
 
 def probe_claim(*, probe_id: int) -> bool:
-    """Take the probe (its page stops saying what it waits for) with one conditional update, so
-    that a message sent again (``probes_resend``) runs the verifier once; False if taken."""
-    return bool(
-        VerifierProbe.objects.filter(pk=probe_id, started_at=None).update(started_at=timezone.now())
-    )
+    """Take the probe (its page stops saying what it waits for); False once it has its answer,
+    so that a message sent again (``probes_resend``) does nothing then. One that was taken but
+    not answered is taken again: Celery redelivers the job of a worker child that died."""
+    unanswered = VerifierProbe.objects.filter(pk=probe_id, verdict__isnull=True, error="")
+    return bool(unanswered.update(started_at=timezone.now()))
 
 
 def probes_resend() -> list[int]:
     """Send again every probe no worker has taken, after the broker lost its messages (a Redis
-    restart without persistence); returns their ids. A duplicate is harmless (``probe_claim``)."""
+    restart without persistence); returns their ids. A duplicate of an answered one does nothing
+    (``probe_claim``)."""
     waiting = list(probes_waiting().values_list("pk", flat=True))
     for probe_id in waiting:
         enqueue_on_commit(VERIFY_PROBE_TASK, probe_id)

@@ -200,16 +200,18 @@ def preview_create(
 
 
 def preview_claim(*, preview_id: int) -> bool:
-    """Take the preview (its page stops saying what it waits for) with one conditional update,
-    so that a message sent again (``previews_resend``) builds it once; False if taken."""
-    waiting = TrainingPreview.objects.filter(pk=preview_id, started_at=None)
-    return bool(waiting.update(started_at=timezone.now()))
+    """Take the preview (its page stops saying what it waits for); False once it has its
+    answer, so that a message sent again (``previews_resend``) does nothing then. One that was
+    taken but not answered is taken again: Celery redelivers the job of a worker child that
+    died."""
+    unanswered = TrainingPreview.objects.filter(pk=preview_id, result__isnull=True, error="")
+    return bool(unanswered.update(started_at=timezone.now()))
 
 
 def previews_resend() -> list[int]:
     """Send again every preview no worker has taken, after the broker lost its messages (a
-    Redis restart without persistence); returns their ids. A duplicate is harmless
-    (``preview_claim``)."""
+    Redis restart without persistence); returns their ids. A duplicate of an answered one does
+    nothing (``preview_claim``)."""
     waiting = list(previews_waiting().values_list("pk", flat=True))
     for preview_id in waiting:
         enqueue_on_commit(PREVIEW_TASK, preview_id)
