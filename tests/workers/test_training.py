@@ -114,7 +114,10 @@ def test_a_cancel_stops_the_training_process_at_a_checkpoint(
 ) -> None:
     from workers import training
 
-    run = launch(TrainingConfig(max_steps=200, batch_size=2, save_steps=50, logging_steps=1))
+    # No step-count checkpoint before the cancel's, however fast the steps run past step 3
+    # before the worker's next read (a fast machine ran past step 50 and saved checkpoint-50).
+    steps = 10_000
+    run = launch(TrainingConfig(max_steps=steps, batch_size=2, save_steps=steps, logging_steps=1))
     record = training.ProgressReader.record
 
     def cancel_after_step_3(reader: Any, entry: Any) -> None:
@@ -126,7 +129,7 @@ def test_a_cancel_stops_the_training_process_at_a_checkpoint(
     execute_training(run.pk, worker="test", background_heartbeat=False)
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELLED, run.error
-    assert 3 <= run.progress_done < 200
+    assert 3 <= run.progress_done < steps
     out = Path(run.config["dataset"]["path"]).parents[1] / "training"
     (checkpoint,) = out.glob("run-*/checkpoint-*")  # saved when it stopped
     assert int(checkpoint.name.removeprefix("checkpoint-")) == run.progress_done
