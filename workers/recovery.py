@@ -21,6 +21,9 @@ After a broker lost its messages, ``resume_stale_runs --all-queued`` also sends 
 interactive job no worker has taken (``resend_interactive_jobs``).
 The sweeps also end the dialogues whose turn waited for a person past its deadline
 (``webapp.people.services.pending_expire``; an inbox that opens does it too).
+
+A worker, and each pool process it starts in place of one that died, also kills the code
+sandboxes a killed worker left waiting forever (``models_gpu.sandbox.orphans``).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from celery.signals import worker_ready
+from celery.signals import worker_process_init, worker_ready
 from django.db import DatabaseError, connection
 
 from webapp.celery import app
@@ -177,7 +180,25 @@ def resume_stale_runs() -> None:
 
 @worker_ready.connect
 def _on_worker_ready(**_: Any) -> None:
+    sweep_orphaned_sandboxes()
     try:
         recover_on_start()
     except Exception:  # a worker still starts when the sweep cannot run (database down)
         logger.exception("recovery sweep at worker start failed")
+
+
+@worker_process_init.connect
+def _on_pool_process_start(**_: Any) -> None:
+    """A pool process starts, often in place of one killed mid-job: its sandboxes may be left."""
+    sweep_orphaned_sandboxes()
+
+
+def sweep_orphaned_sandboxes() -> None:
+    from models_gpu.sandbox.orphans import kill_orphaned_sandboxes as kill
+
+    try:
+        killed = kill()
+    except OSError:  # no /proc (not Linux): bubblewrap does not run there either
+        return
+    if killed:
+        logger.warning("killed %d sandbox(es) a killed worker left behind: %s", len(killed), killed)

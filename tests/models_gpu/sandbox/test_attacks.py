@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sysconfig
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,17 +208,36 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Host]:
 
 
 def sandboxed_processes() -> list[int]:
-    """Live processes of a sandboxed verification (zombies, already dead, are not counted)."""
+    """Live processes of a sandboxed verification started by this test session (zombies, already
+    dead, are not counted).
+
+    This session's: the process or one of its parents names this session's temporary directory
+    (every sandbox's bubblewrap does: the harness is mounted from there). So a sandbox left behind
+    is counted whoever its parent is now, and two test sessions run side by side, each with its
+    own TMPDIR (``scripts/test.sh``), do not count each other's.
+    """
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                ours = HARNESS_MARKER.encode() in (entry / "cmdline").read_bytes()
-                if ours and "State:\tZ" not in (entry / "status").read_text():
+                sandboxed = HARNESS_MARKER.encode() in (entry / "cmdline").read_bytes()
+                alive = sandboxed and "State:\tZ" not in (entry / "status").read_text()
+                if alive and _started_by_this_session(int(entry.name)):
                     found.append(int(entry.name))
             except OSError:
                 continue
     return found
+
+
+def _started_by_this_session(pid: int) -> bool:
+    """Whether ``pid`` or one of its parents names this session's temporary directory."""
+    ours = os.path.join(tempfile.gettempdir(), "").encode()
+    while pid > 1:
+        if ours in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return True
+        status = Path(f"/proc/{pid}/status").read_text()
+        pid = int(status.split("\nPPid:\t", 1)[1].split("\n", 1)[0])
+    return False
 
 
 def assert_host_unharmed(host: Host, verdict_text: str) -> None:
