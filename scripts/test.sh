@@ -81,29 +81,21 @@ if [ $# = 0 ]; then
     --ignore=tests/e2e/test_online_training_resume.py
   )
 fi
-# Each run has a temporary directory of its own: the sandbox checks count only the sandboxes their
-# own run started (sandboxed_processes in tests/models_gpu/sandbox/test_attacks.py). Readable by
-# all: the sandboxes, user 65534 when we are root, mount the harness from there.
-tmp_services="$(mktemp -d /tmp/dialab-tests-services.XXXXXX)"
-tmp_embedded="$(mktemp -d /tmp/dialab-tests-embedded.XXXXXX)"
-chmod 755 "$tmp_services" "$tmp_embedded"
 embedded_log="$artifacts/pytest-embedded.log"
 echo "==> pytest on the embedded defaults (SQLite + file-based broker), alongside: $embedded_log"
 env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL \
-    TMPDIR="$tmp_embedded" \
     DIALAB_DATA_DIR="$artifacts/data-embedded" \
     DIALAB_SCREENSHOTS="$artifacts/screenshots-embedded" \
     DIALAB_TEST_REQUIRE=chromium \
     $py -m pytest --durations=15 "${embedded[@]}" >"$embedded_log" 2>&1 &
 embedded_pid=$!
-trap 'kill "$embedded_pid" 2>/dev/null || true; rm -rf "$tmp_services" "$tmp_embedded"' EXIT
+trap 'kill "$embedded_pid" 2>/dev/null || true' EXIT
 
 echo "==> pytest on PostgreSQL + Redis"
 services_status=0
 env DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/dialab}" \
     CELERY_BROKER_URL="${TEST_BROKER_URL:-redis://127.0.0.1:6379/15}" \
     CACHE_URL="${TEST_CACHE_URL:-redis://127.0.0.1:6379/14}" \
-    TMPDIR="$tmp_services" \
     DIALAB_DATA_DIR="$artifacts/data-services" \
     DIALAB_SCREENSHOTS="$artifacts/screenshots-services" \
     DIALAB_TEST_REQUIRE=postgres,redis,chromium \
