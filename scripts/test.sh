@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run Dialab's whole test suite: architecture contracts, lint, types, then pytest
-# twice, side by side: against PostgreSQL + Redis over real connections, and on the embedded
-# defaults (SQLite + file-based broker). Both runs start a real Celery worker and headless
-# Chromium; the training tests run in the first only, the model code in the second (see below).
+# twice: against PostgreSQL + Redis over real connections, and on the embedded defaults
+# (SQLite + file-based broker). Both runs start a real Celery worker and headless Chromium; the
+# training tests run in the first only (see below).
 #
 # --fast: the contracts, lint and types, then every test except those that start a worker process
 # or a browser (marked e2e: tests/e2e, tests/drills), once, on the embedded defaults: no
@@ -61,26 +61,21 @@ fi
 
 # The two pytest runs share nothing (database, broker, cache, data directory, worker processes,
 # browser) and each keeps about one core busy, most of it in one Python process: they run side by
-# side, the embedded run's output going to a file that is printed after the first run's. Each
-# lists its 15 slowest tests last: the whole command must stay under 45 minutes.
+# side, which takes the whole command from about 60 to about NN minutes on a 2-core machine. The
+# embedded run's output goes to a file, printed after the first run's. Each run lists its 15
+# slowest tests last: the whole command must stay under 45 minutes.
 #
-# What does not depend on the storage runs once. The model code (tests/models_gpu) touches no
-# database or broker: it runs in the embedded run, which evens out the two runs' lengths.
-# Training's own tests, minutes of model code on the CPU whose storage (runs, metric points,
-# dialogues) the other tests exercise on SQLite too, run on PostgreSQL. Paths given on the
-# command line run in both.
-services=("$@")
+# The pure model code (tests/models_gpu) does not touch a database or broker: it runs on
+# PostgreSQL only. So do training's own tests, minutes of model code on the CPU whose storage
+# (runs, metric points, dialogues) the other tests exercise on SQLite too.
 embedded=("$@")
-if [ $# = 0 ]; then
-  services=(tests --ignore=tests/models_gpu)
-  embedded=(
-    tests/models_gpu tests/webapp tests/workers tests/e2e
-    --ignore=tests/workers/test_training.py --ignore=tests/workers/test_online_training.py
-    --ignore=tests/e2e/test_training_browser.py --ignore=tests/e2e/test_training_resume.py
-    --ignore=tests/e2e/test_online_training_browser.py
-    --ignore=tests/e2e/test_online_training_resume.py
-  )
-fi
+[ $# -gt 0 ] || embedded=(
+  tests/webapp tests/workers tests/e2e
+  --ignore=tests/workers/test_training.py --ignore=tests/workers/test_online_training.py
+  --ignore=tests/e2e/test_training_browser.py --ignore=tests/e2e/test_training_resume.py
+  --ignore=tests/e2e/test_online_training_browser.py
+  --ignore=tests/e2e/test_online_training_resume.py
+)
 embedded_log="$artifacts/pytest-embedded.log"
 echo "==> pytest on the embedded defaults (SQLite + file-based broker), alongside: $embedded_log"
 env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL \
@@ -99,7 +94,7 @@ env DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/dialab
     DIALAB_DATA_DIR="$artifacts/data-services" \
     DIALAB_SCREENSHOTS="$artifacts/screenshots-services" \
     DIALAB_TEST_REQUIRE=postgres,redis,chromium \
-    $py -m pytest --durations=15 "${services[@]}" || services_status=$?
+    $py -m pytest --durations=15 "$@" || services_status=$?
 
 embedded_status=0
 wait "$embedded_pid" || embedded_status=$?
