@@ -59,15 +59,20 @@ if [ "$fast" = true ]; then
   exit
 fi
 
-# The two pytest runs share nothing (database, broker, cache, data directory, worker processes,
-# browser) and each keeps about one core busy, most of it in one Python process: they run side by
-# side, which takes the whole command from about 60 to about NN minutes on a 2-core machine. The
-# embedded run's output goes to a file, printed after the first run's. Each run lists its 15
-# slowest tests last: the whole command must stay under 45 minutes.
-#
-# The pure model code (tests/models_gpu) does not touch a database or broker: it runs on
-# PostgreSQL only. So do training's own tests, minutes of model code on the CPU whose storage
-# (runs, metric points, dialogues) the other tests exercise on SQLite too.
+# Each pytest run lists its 15 slowest tests last: the whole command must stay under 45 minutes.
+echo "==> pytest on PostgreSQL + Redis"
+env DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/dialab}" \
+    CELERY_BROKER_URL="${TEST_BROKER_URL:-redis://127.0.0.1:6379/15}" \
+    CACHE_URL="${TEST_CACHE_URL:-redis://127.0.0.1:6379/14}" \
+    DIALAB_DATA_DIR="$artifacts/data-services" \
+    DIALAB_SCREENSHOTS="$artifacts/screenshots-services" \
+    DIALAB_TEST_REQUIRE=postgres,redis,chromium \
+    $py -m pytest --durations=15 "$@"
+
+# The pure model code (tests/models_gpu) does not touch a database or broker: it ran above. So
+# did training's own tests, minutes of model code on the CPU whose storage (runs, metric points,
+# dialogues) the other tests exercise on SQLite too: they run once, on PostgreSQL.
+echo "==> pytest on the embedded defaults (SQLite + file-based broker)"
 embedded=("$@")
 [ $# -gt 0 ] || embedded=(
   tests/webapp tests/workers tests/e2e
@@ -76,29 +81,8 @@ embedded=("$@")
   --ignore=tests/e2e/test_online_training_browser.py
   --ignore=tests/e2e/test_online_training_resume.py
 )
-embedded_log="$artifacts/pytest-embedded.log"
-echo "==> pytest on the embedded defaults (SQLite + file-based broker), alongside: $embedded_log"
 env -u DATABASE_URL -u CELERY_BROKER_URL -u CACHE_URL \
     DIALAB_DATA_DIR="$artifacts/data-embedded" \
     DIALAB_SCREENSHOTS="$artifacts/screenshots-embedded" \
     DIALAB_TEST_REQUIRE=chromium \
-    $py -m pytest --durations=15 "${embedded[@]}" >"$embedded_log" 2>&1 &
-embedded_pid=$!
-trap 'kill "$embedded_pid" 2>/dev/null || true' EXIT
-
-echo "==> pytest on PostgreSQL + Redis"
-services_status=0
-env DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/dialab}" \
-    CELERY_BROKER_URL="${TEST_BROKER_URL:-redis://127.0.0.1:6379/15}" \
-    CACHE_URL="${TEST_CACHE_URL:-redis://127.0.0.1:6379/14}" \
-    DIALAB_DATA_DIR="$artifacts/data-services" \
-    DIALAB_SCREENSHOTS="$artifacts/screenshots-services" \
-    DIALAB_TEST_REQUIRE=postgres,redis,chromium \
-    $py -m pytest --durations=15 "$@" || services_status=$?
-
-embedded_status=0
-wait "$embedded_pid" || embedded_status=$?
-echo "==> pytest on the embedded defaults (SQLite + file-based broker): its output"
-cat "$embedded_log"
-echo "==> pytest exit status: $services_status on PostgreSQL + Redis, $embedded_status embedded"
-[ "$services_status" = 0 ] && [ "$embedded_status" = 0 ]
+    $py -m pytest --durations=15 "${embedded[@]}"
