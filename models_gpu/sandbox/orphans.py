@@ -27,7 +27,7 @@ _MARKER = HARNESS_MODULE.encode()  # in the command line of every sandbox proces
 
 def orphaned_sandboxes() -> list[int]:
     """The pids of sandboxes whose bubblewrap is gone, of any sandbox user on this machine."""
-    return [pid for pid in _sandbox_processes() if _first_of_its_namespace(pid) and _orphaned(pid)]
+    return [pid for pid in _sandbox_processes() if _orphaned_first_process(_status(pid))]
 
 
 def kill_orphaned_sandboxes() -> list[int]:
@@ -59,12 +59,10 @@ def _status(pid: int) -> dict[str, str]:
     return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
 
 
-def _first_of_its_namespace(pid: int) -> bool:
-    """Whether ``pid`` is process 1 of a PID namespace below ours (NSpid: its pid at each level)."""
-    levels = _status(pid).get("NSpid", "").split()
-    return len(levels) > 1 and levels[-1] == "1"
-
-
-def _orphaned(pid: int) -> bool:
-    parent = _status(pid).get("PPid", "").strip()
-    return parent.isdigit() and not _marked(_PROC / parent)
+def _orphaned_first_process(status: dict[str, str]) -> bool:
+    """Whether the process is process 1 of a PID namespace below ours (NSpid: its pid at each
+    level) and its parent is not a sandbox process."""
+    levels = status.get("NSpid", "").split()
+    parent = status.get("PPid", "").strip()
+    first = len(levels) > 1 and levels[-1] == "1"
+    return first and parent.isdigit() and not _marked(_PROC / parent)
