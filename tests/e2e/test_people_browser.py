@@ -87,8 +87,9 @@ def test_a_person_teaches_the_house_model_while_a_worker_plays_another_run(
     ModelSpec.objects.create(name="a person", backend="human")
     didactic("Two turns", 2)
     # The other run: model-only, slow enough (a pause per batched call) to be playing while
-    # the person answers.
-    long_set = arithmetic_set("Forty sums", 40)
+    # the person answers, however slow the machine: 400 tasks in chunks of 4, each chunk at
+    # least two 0.3 s calls, last more than a minute. The test cancels it once done.
+    long_set = arithmetic_set("Four hundred sums", 400)
     other = services.evaluation_run_create(
         name="model-only run", task_set=long_set, protocol=didactic("Five turns", 5),
         student=scripted("slow student", "arithmetic-student", first_try_accuracy=0.1,
@@ -142,6 +143,7 @@ def test_a_person_teaches_the_house_model_while_a_worker_plays_another_run(
             answered_while_other_ran += 1
     shot(page, "people-3-verdict")
     assert answered_while_other_ran >= 1, "people were answered while the other run played"
+    services.run_cancel(run=other)
 
     run = played(run, workers[0])
     page.goto(f"/runs/{run.pk}/")

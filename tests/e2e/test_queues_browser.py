@@ -61,8 +61,10 @@ def long_training(tiny_model_dir: Path, user) -> Run:  # type: ignore[no-untyped
     return run
 
 
-def slow_evaluation(name: str, user, tasks: int = 40) -> Run:  # type: ignore[no-untyped-def]
-    """Model-only, with a pause per batched call: playing for minutes unless cancelled."""
+def slow_evaluation(name: str, user, tasks: int = 400) -> Run:  # type: ignore[no-untyped-def]
+    """Model-only, with a pause per batched call: 400 tasks play for more than five minutes
+    (100 chunks of at least two 0.4 s calls), longer than the test waits for anything, however
+    slow the machine, so it is still playing when the test checks; the test cancels it."""
     return services.evaluation_run_create(
         name=name, task_set=arithmetic_set(f"{name} sums", tasks),
         protocol=didactic(f"{name}, five turns", 5),
