@@ -37,11 +37,11 @@ from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from webapp.accounts.models import User  # noqa: E402
 from webapp.annotations.models import Annotation, LabelQuestion, LabelSchema  # noqa: E402
-from webapp.dialogues import exporting  # noqa: E402
 from webapp.dialogues.models import Dialogue, Turn  # noqa: E402
 from webapp.models_registry.models import ModelSpec  # noqa: E402
 from webapp.runs.models import Protocol, Run  # noqa: E402
 from webapp.tasks.models import Task, TaskSet  # noqa: E402
+from webapp.transcripts import exporting  # noqa: E402
 from webapp.transcripts.filters import DialogueFilters  # noqa: E402
 
 TURNS = 6

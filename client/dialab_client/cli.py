@@ -143,7 +143,9 @@ def parser() -> argparse.ArgumentParser:
 
     dialogues = kinds.add_parser("dialogues", help="Transcripts, one JSON line each.")
     dialogue_actions = dialogues.add_subparsers(dest="action", required=True)
-    dialogue_list = dialogue_actions.add_parser("list", help="Transcripts matching a filter.")
+    dialogue_list = dialogue_actions.add_parser(
+        "list", help="Transcripts matching a filter, oldest first."
+    )
     dialogue_list.add_argument(
         "filter", nargs="?", default="", help='As on the transcript page: "run=12&outcome=solved".'
     )

@@ -254,22 +254,25 @@ class Dialogues:
         self, query: str | Mapping[str, Any] = "", *, per_page: int = 500
     ) -> Iterator[DialogueRow]:
         """Every transcript matching ``query``, the transcript list's filter as on its page
-        (``"run=12&outcome=solved"``, or a dict), page by page. A filter the list would ignore
-        (a typo, an unknown run) raises ``DialabError`` rather than list everything."""
+        (``"run=12&outcome=solved"``, or a dict), in id order (oldest first; the query's
+        ``sort`` and ``page`` do not apply). Each comes once, even while a run adds more: the
+        pages walk on from the last id read (``after``), so the ones added meanwhile come at
+        the end. A filter the list would ignore (a typo, an unknown run) raises ``DialabError``
+        rather than list everything."""
         params = [
-            (name, value) for name, value in _params(query) if name not in ("page", "per_page")
+            (name, value)
+            for name, value in _params(query)
+            if name not in ("page", "per_page", "sort", "after")
         ]
-        page = 1
-        while True:
+        after: int | None = 0
+        while after is not None:
             body = self.lab.request(
-                "GET", "/dialogues", params=[*params, ("page", page), ("per_page", per_page)]
+                "GET", "/dialogues", params=[*params, ("after", after), ("per_page", per_page)]
             )
-            if body["ignored"] and page == 1:
+            if body["ignored"]:
                 raise DialabError(400, "; ".join(body["ignored"]))
             yield from (parse_row(item) for item in body["items"])
-            if not body["has_next"]:
-                return
-            page += 1
+            after = body["next_after"]
 
     def get(self, dialogue_id: int) -> Dialogue:
         return Dialogue.parse(self.lab.request("GET", f"/dialogues/{dialogue_id}"))

@@ -16,6 +16,7 @@ from dialab_client.cli import main as cli
 from django.db import connection
 
 from tests.api_world import build_world
+from webapp.dialogues.models import Dialogue
 from webapp.runs.models import Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -56,6 +57,9 @@ def test_dialogues_iterate_over_pages_with_the_list_filter(world: dict[str, Any]
     client = lab(world)
     rows = list(client.dialogues.iter(f"run={world['second'].pk}&outcome=solved", per_page=2))
     assert len(rows) == 3 and {row.run_id for row in rows} == {world["second"].pk}
+    # A walk, in id order: the list page's sort, copied with its filter, does not apply.
+    walked = list(client.dialogues.iter("sort=-created&page=2", per_page=4))
+    assert [row.id for row in walked] == sorted(Dialogue.objects.values_list("pk", flat=True))
     dialogue = client.dialogues.get(rows[0].id)
     assert [turn.role for turn in dialogue.turns] == ["student", "teacher", "student"]
     with pytest.raises(DialabError, match="Ignored turns="):

@@ -5,17 +5,23 @@ dialogues their labelling queues hold."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from ninja import Query, Router, Schema
+from pydantic import Field
 
+from webapp.accounts.models import User
 from webapp.api.auth import RESEARCHERS
-from webapp.api.common import Id, Refused
+from webapp.api.common import MAX_ROW_ID, Id, Refused
 from webapp.dialogues.models import Dialogue
 from webapp.transcripts import exporting, selectors
 from webapp.transcripts.forms import DialogueFilterForm
-from webapp.transcripts.pagination import BoundedPaginator, transcript_page
+from webapp.transcripts.pagination import (
+    BoundedPaginator,
+    transcript_page,
+    transcript_walk_page,
+)
 
 router = Router(tags=["dialogues"])
 MAX_PER_PAGE = 500
@@ -65,11 +71,16 @@ class DialogueRow(Schema):
 class DialoguePage(Schema):
     count: int
     count_is_exact: bool
-    page: int
+    page: int  # 1 for every page of a walk (``after``)
     per_page: int
     has_next: bool
+    next_after: int | None  # a walk's next page: ``after=`` this (None: the last, or no walk)
     ignored: list[str]
     items: list[DialogueRow]
+
+
+# Where a walk starts: before every id.
+WALK_START = 0
 
 
 class TurnOut(Schema):
@@ -120,12 +131,19 @@ def list_dialogues(
     filters: Query[DialogueFilter],
     page: int = 1,
     per_page: int = 100,
+    after: Annotated[int | None, Field(ge=WALK_START, le=MAX_ROW_ID)] = None,
 ) -> DialoguePage:
     """The transcript list's query, through the same form, selector and count as its page
-    (``count_is_exact`` is false where the count stopped: the page says "more than")."""
+    (``count_is_exact`` is false where the count stopped: the page says "more than").
+    ``after``: walk the list instead, in id order, from the first id above it (0 starts; each
+    page gives the next ``next_after``): a program reading every transcript sees each once,
+    even while a run adds more, and a deep page costs what the first did. A walk ignores
+    ``page`` and ``sort`` (named in ``ignored``)."""
     reader = request.user
     form = DialogueFilterForm.from_query(request.GET, reader=reader)  # type: ignore[arg-type]
     per_page = max(1, min(per_page, MAX_PER_PAGE))
+    if after is not None:
+        return _walk_page(form, reader, per_page, after)  # type: ignore[arg-type]
     shown = transcript_page(
         filters=form.filters(),
         reader=reader,  # type: ignore[arg-type]
@@ -141,8 +159,34 @@ def list_dialogues(
         page=shown.number,
         per_page=per_page,
         has_next=shown.has_next(),
+        next_after=None,
         ignored=form.notes,
         items=[_row(row) for row in shown.object_list],
+    )
+
+
+def _walk_page(form: DialogueFilterForm, reader: User, per_page: int, after: int) -> DialoguePage:
+    walked = transcript_walk_page(
+        filters=form.filters(),
+        reader=reader,
+        per_page=per_page,
+        after=after,
+        load=selectors.dialogue_rows,
+    )
+    ignored = [
+        f"Ignored {name}={form.data[name]!r}: a walk (after=) goes in id order, page after page."
+        for name in ("page", "sort")
+        if form.data.get(name)
+    ]
+    return DialoguePage(
+        count=walked.count,
+        count_is_exact=walked.count_is_exact,
+        page=1,
+        per_page=per_page,
+        has_next=walked.next_after is not None,
+        next_after=walked.next_after,
+        ignored=form.notes + ignored,
+        items=[_row(row) for row in walked.rows],
     )
 
 

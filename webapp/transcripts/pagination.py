@@ -12,11 +12,18 @@ Two differences from Django's paginator, both for lists of 100,000 dialogues and
   sort's index answers, with the filters alone deciding the plan), then those rows with what
   they show (``load``), by primary key. It reads one id past its end, so that a page that is
   not full knows it is the last and counts without a query of its own.
+
+A program that reads a whole list walks it instead (``transcript_walk_page``): each page starts
+after the last id the one before ended on, in id order. Numbered pages shift when a run adds
+dialogues while they are read (a row read on page 1 comes again on page 2, or one is skipped),
+and each deeper page skips more rows to reach its own; a walk sees every transcript once, the
+new ones at its end, and its last page costs what its first did.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from django.core.paginator import Page, Paginator
@@ -136,3 +143,45 @@ def transcript_page(
         page=requested_page(page),
         count_limit=_count_limit(filters.search, searches_turns=searches_turns),
     ).get_page(page)
+
+
+@dataclass(frozen=True)
+class WalkPage:
+    """One page of a walk: its rows, the id the next page starts after (None: this was the
+    last), and the list's count as its first numbered page gives it."""
+
+    rows: list[Any]
+    next_after: int | None
+    count: int
+    count_is_exact: bool
+
+
+def transcript_walk_page(
+    *,
+    filters: DialogueFilters,
+    reader: User,
+    per_page: int,
+    after: int,
+    load: Callable[[Sequence[int]], list[Any]],
+) -> WalkPage:
+    """The first ``per_page`` transcripts for ``filters`` (of what ``reader`` may see) whose id
+    is above ``after``, in id order, whatever the filters' sort; 0 starts the walk. It selects
+    as ``transcript_page`` does, and counts as the list's first page does."""
+    searches_turns = search.searches_turns(filters.search)
+    ids = selectors.dialogue_list(
+        filters=filters, reader=reader, searches_turns=searches_turns
+    ).values_list("pk", flat=True)
+    page_ids = list(ids.filter(pk__gt=after).order_by("pk")[: per_page + 1])
+    counted = BoundedPaginator(
+        ids,
+        per_page,
+        load=load,
+        count_limit=_count_limit(filters.search, searches_turns=searches_turns),
+    )
+    shown = page_ids[:per_page]
+    return WalkPage(
+        rows=load(shown),
+        next_after=shown[-1] if len(page_ids) > per_page else None,
+        count=counted.count,
+        count_is_exact=counted.count_is_exact,
+    )

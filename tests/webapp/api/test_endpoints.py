@@ -14,6 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.api_world import build_world
+from tests.transcript_builders import attempt, make_run, store
 from webapp.dialogues.models import Dialogue
 
 pytestmark = pytest.mark.django_db
@@ -134,6 +135,58 @@ def test_the_list_takes_the_pages_filter_syntax_and_names_what_it_ignored(
     assert len(listed["ignored"]) == 1 and listed["ignored"][0].startswith("Ignored turns='x'")
     paged = call(world, "researcher", "get", "/dialogues", per_page=2, page=2).json()
     assert paged["page"] == 2 and len(paged["items"]) == 2 and paged["has_next"]
+
+
+def walk(world: dict[str, Any], who: str, on_page=lambda page: None, **params: Any) -> list[int]:  # type: ignore[no-untyped-def]
+    """Every id a walk of the list (``after=``) reads, page after page, in order;
+    ``on_page(body)`` sees each page before the next is asked for."""
+    seen: list[int] = []
+    after = 0
+    while after is not None:
+        body = call(world, who, "get", "/dialogues", after=after, **params).json()
+        seen += [item["id"] for item in body["items"]]
+        on_page(body)
+        after = body["next_after"]
+    return seen
+
+
+def test_a_walk_reads_every_transcript_once_while_a_newer_run_adds_more(
+    world: dict[str, Any],
+) -> None:
+    # Numbered pages list the newest run first: a dialogue stored while they are read shifts
+    # every row after it by one, so page 2 would repeat page 1's last row. A walk does not.
+    newer = make_run("newer", world["first"].task_set)
+    counts: list[int] = []
+
+    def store_one_after_the_first_page(body: dict[str, Any]) -> None:
+        counts.append(body["count"])
+        assert body["page"] == 1 and body["per_page"] == 4 and body["count_is_exact"]
+        assert body["has_next"] == (body["next_after"] is not None) and not body["ignored"]
+        if len(counts) == 1:
+            store(newer, world["first"].task_set.tasks.first().pk, 0, "a_first", [
+                attempt("3", "3", True),
+            ])  # fmt: skip
+
+    seen = walk(world, "researcher", store_one_after_the_first_page, per_page=4)
+    assert seen == sorted(Dialogue.objects.values_list("pk", flat=True)) and len(seen) == 7
+    assert counts == [6, 7]
+    assert walk(world, "researcher", run=world["second"].pk, per_page=2) == sorted(
+        world["second"].dialogues.values_list("pk", flat=True)
+    )
+    assert walk(world, "annotator") == [world["queued"].pk]
+
+
+def test_a_walk_says_it_ignores_the_page_and_the_sort(world: dict[str, Any]) -> None:
+    body = call(world, "researcher", "get", "/dialogues", after=0, page=2, sort="-created").json()
+    assert [item["id"] for item in body["items"]] == sorted(
+        Dialogue.objects.values_list("pk", flat=True)
+    )
+    assert [note.split(":")[0] for note in body["ignored"]] == [
+        "Ignored page='2'", "Ignored sort='-created'"
+    ]  # fmt: skip
+    assert call(world, "researcher", "get", "/dialogues", after=-1).status_code == 422
+    numbered = call(world, "researcher", "get", "/dialogues").json()
+    assert numbered["next_after"] is None and numbered["has_next"] is False
 
 
 def test_a_dialogue_comes_with_its_turns(world: dict[str, Any]) -> None:
