@@ -22,13 +22,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 SCREENSHOTS = Path(os.environ.get("DIALAB_SCREENSHOTS", "test-artifacts/screenshots"))
 STOP_WITHIN_SECONDS = 5
-TASKS = 30
+TASKS = 60
 SAMPLES = 2
 
 
 def slow_run() -> Run:
     """A didactic run whose scripted student takes 250 ms per batched call of 4 dialogues:
-    about 10 s in all, long enough to cancel in the middle."""
+    about 20 s in all (30 chunks of about 2.6 such calls, slept: a busy machine does not
+    shorten them), long enough to cancel in the middle however slowly the browser gets there."""
     task_set = TaskSetFactory()
     for position in range(TASKS):
         TaskFactory(task_set=task_set, position=position)

@@ -134,15 +134,7 @@ def transcript_page(
     """One page of the transcript list for ``filters``, of what ``reader`` may see, counted as
     far as ``_count_limit`` says; ``page``: the number asked for, unparsed. The list page and
     the API both call this, so that they select, order and count alike."""
-    searches_turns = search.searches_turns(filters.search)
-    ids = selectors.dialogue_list(filters=filters, reader=reader, searches_turns=searches_turns)
-    return BoundedPaginator(
-        ids.values_list("pk", flat=True),
-        per_page,
-        load=load,
-        page=requested_page(page),
-        count_limit=_count_limit(filters.search, searches_turns=searches_turns),
-    ).get_page(page)
+    return _paginator(filters, reader, per_page, load, page=requested_page(page)).get_page(page)
 
 
 @dataclass(frozen=True)
@@ -167,21 +159,32 @@ def transcript_walk_page(
     """The first ``per_page`` transcripts for ``filters`` (of what ``reader`` may see) whose id
     is above ``after``, in id order, whatever the filters' sort; 0 starts the walk. It selects
     as ``transcript_page`` does, and counts as the list's first page does."""
-    searches_turns = search.searches_turns(filters.search)
-    ids = selectors.dialogue_list(
-        filters=filters, reader=reader, searches_turns=searches_turns
-    ).values_list("pk", flat=True)
-    page_ids = list(ids.filter(pk__gt=after).order_by("pk")[: per_page + 1])
-    counted = BoundedPaginator(
-        ids,
-        per_page,
-        load=load,
-        count_limit=_count_limit(filters.search, searches_turns=searches_turns),
-    )
+    paginator = _paginator(filters, reader, per_page, load)
+    page_ids = list(paginator.ids.filter(pk__gt=after).order_by("pk")[: per_page + 1])
     shown = page_ids[:per_page]
     return WalkPage(
         rows=load(shown),
         next_after=shown[-1] if len(page_ids) > per_page else None,
-        count=counted.count,
-        count_is_exact=counted.count_is_exact,
+        count=paginator.count,
+        count_is_exact=paginator.count_is_exact,
+    )
+
+
+def _paginator(
+    filters: DialogueFilters,
+    reader: User,
+    per_page: int,
+    load: Callable[[Sequence[int]], list[Any]],
+    *,
+    page: int = 1,
+) -> BoundedPaginator:
+    """The list's ids for ``filters``, in its order, counted as far as ``_count_limit`` says."""
+    searches_turns = search.searches_turns(filters.search)
+    ids = selectors.dialogue_list(filters=filters, reader=reader, searches_turns=searches_turns)
+    return BoundedPaginator(
+        ids.values_list("pk", flat=True),
+        per_page,
+        load=load,
+        page=page,
+        count_limit=_count_limit(filters.search, searches_turns=searches_turns),
     )
