@@ -15,7 +15,7 @@ Two differences from Django's paginator, both for lists of 100,000 dialogues and
 
 A program that reads a whole list walks it instead (``transcript_walk_page``): each page starts
 after the last id the one before ended on, in id order. Numbered pages shift when a run adds
-dialogues while they are read (a row read on page 1 comes again on page 2, or one is skipped),
+dialogues while they are read (newest run first, a row read on page 1 comes again on page 2),
 and each deeper page skips more rows to reach its own; a walk sees every transcript once, the
 new ones at its end, and its last page costs what its first did.
 """
