@@ -17,6 +17,8 @@ is running (a duplicate, or a job given back because its prefork child died:
 
 Task imports left "running" by a dead worker are sent again by the same sweeps
 (``webapp.tasks.imports.claims``): an import commits all its tasks or none, so it starts over.
+So are the Try it checks and training previews whose worker died while a person waited for them
+(``webapp.core.interactive_jobs``): each is done again from the start.
 After a broker lost its messages, ``resume_stale_runs --all-queued`` also sends again every
 interactive job no worker has taken (``resend_interactive_jobs``).
 The sweeps also end the dialogues whose turn waited for a person past its deadline
@@ -32,6 +34,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -85,6 +88,35 @@ def resend_interactive_jobs() -> list[str]:
     ]
 
 
+@dataclass
+class InteractiveRecovery:
+    """What a sweep did with the Try it checks and previews whose worker died, as "kind id"."""
+
+    sent: list[str]
+    failed: list[str]
+    next_check_in: timedelta | None
+
+
+def recover_interactive_jobs() -> InteractiveRecovery:
+    """Send again the Try it checks and training previews whose worker died (or fail those that
+    wore out their attempts). ``next_check_in``: when the oldest one still being worked on
+    would be judged dead (None if none is)."""
+    from webapp.tasks.services import probes_recover
+    from webapp.training.services import previews_recover
+
+    recoveries = {"Try it": probes_recover(), "preview": previews_recover()}
+    return InteractiveRecovery(
+        sent=[f"{kind} {i}" for kind, found in recoveries.items() for i in found.sent],
+        failed=[f"{kind} {i}" for kind, found in recoveries.items() for i in found.failed],
+        next_check_in=sooner(*(found.next_check_in for found in recoveries.values())),
+    )
+
+
+def sooner(*waits: timedelta | None) -> timedelta | None:
+    """The shortest of these waits; None if there is none."""
+    return min((wait for wait in waits if wait is not None), default=None)
+
+
 def expire_person_turns() -> int:
     """End the dialogues whose person did not answer in time; returns how many."""
     from webapp.people.services import pending_expire
@@ -96,11 +128,12 @@ def recover_on_start(*, follow_up: bool = True) -> threading.Timer | None:
     """The sweep a starting worker makes; returns the follow-up timer when one was set."""
     recover_imports()
     expire_person_turns()
-    recovery = recover_runs()
-    if not follow_up or recovery.next_check_in is None:
+    jobs = recover_interactive_jobs()
+    next_check_in = sooner(recover_runs().next_check_in, jobs.next_check_in)
+    if not follow_up or next_check_in is None:
         return None
-    wait = recovery.next_check_in + FOLLOW_UP_MARGIN
-    logger.info("runs running elsewhere: checking again in %.0f s", wait.total_seconds())
+    wait = next_check_in + FOLLOW_UP_MARGIN
+    logger.info("jobs running elsewhere: checking again in %.0f s", wait.total_seconds())
     return _sweep_later(wait)
 
 
@@ -144,6 +177,7 @@ def _follow_up(
         if release is not None:
             release()
         recover_imports()
+        recover_interactive_jobs()
         recover_runs(all_queued=all_queued)
     except DatabaseError:
         if retries > 0:
@@ -174,6 +208,7 @@ def check_again_later(run_id: int, *, queue: str | None = None) -> None:
 def resume_stale_runs() -> None:
     """The sweep as a job: what ``check_again_later`` schedules."""
     recover_imports()
+    recover_interactive_jobs()
     expire_person_turns()
     recover_runs()
 

@@ -47,19 +47,21 @@ def _execute_run(task: Task, run_id: int, execute: Callable[..., bool]) -> None:
         check_again_later(run_id, queue=(task.request.delivery_info or {}).get("routing_key"))
 
 
-@app.task(name="workers.tasks.training_preview")
-def training_preview(preview_id: int) -> None:
+@app.task(name="workers.tasks.training_preview", bind=True)
+def training_preview(self: Task, preview_id: int) -> None:
     """Tokenize a sample of a training selection for the launch form's preview."""
     from workers.training import build_preview
 
-    build_preview(preview_id)
+    build_preview(preview_id, heartbeat=not self.request.is_eager)
 
 
-@app.task(name="workers.tasks.verify_probe")
-def verify_probe(probe_id: int) -> None:
+@app.task(name="workers.tasks.verify_probe", bind=True)
+def verify_probe(self: Task, probe_id: int) -> None:
     """Run a task's verifier on an author's trial answer and record the verdict."""
     from models_gpu.sandbox import SandboxUnavailable
     from models_gpu.verifiers import verify
+    from webapp.core.interactive_jobs import JobHeartbeat
+    from webapp.tasks.models import VerifierProbe
     from webapp.tasks.selectors import probe_to_verify
     from webapp.tasks.services import probe_claim, probe_record
     from workers.specs import task_spec, verdict_row
@@ -67,10 +69,11 @@ def verify_probe(probe_id: int) -> None:
     if not probe_claim(probe_id=probe_id):
         return  # a duplicate message: it has its answer
     task, response = probe_to_verify(probe_id=probe_id)
-    try:
-        verdict = verify(task_spec(task), response)
-    except (ValueError, SandboxUnavailable) as error:
-        # A task the verifier cannot use, or a worker that cannot run code safely: say why.
-        probe_record(probe_id=probe_id, verdict=None, error=str(error))
-        return
+    with JobHeartbeat(VerifierProbe, probe_id, enabled=not self.request.is_eager):
+        try:
+            verdict = verify(task_spec(task), response)
+        except (ValueError, SandboxUnavailable) as error:
+            # A task the verifier cannot use, or a worker that cannot run code safely: say why.
+            probe_record(probe_id=probe_id, verdict=None, error=str(error))
+            return
     probe_record(probe_id=probe_id, verdict=verdict_row(verdict))

@@ -41,6 +41,7 @@ from webapp.runs import services as runs
 from webapp.runs.models import Run
 from webapp.runs.services import dialogues_store
 from webapp.training import services
+from webapp.training.models import TrainingPreview
 from webapp.training.selectors import preview_selection, training_run_to_play
 from workers.claimed import CancelWatch, execute_claimed
 from workers.evaluation import dialogue_jobs, run_tasks
@@ -315,24 +316,27 @@ def _run_stage(
 PREVIEW_SAMPLE = 200
 
 
-def build_preview(preview_id: int) -> None:
-    """The launch form's preview (``models_gpu.training.preview``), or why there is none."""
+def build_preview(preview_id: int, *, heartbeat: bool) -> None:
+    """The launch form's preview (``models_gpu.training.preview``), or why there is none;
+    ``heartbeat``: keep the preview's heartbeat fresh while it is built (not when run eagerly)."""
     from models_gpu.training.preview import training_preview
+    from webapp.core.interactive_jobs import JobHeartbeat
 
     if not services.preview_claim(preview_id=preview_id):
         return  # a duplicate message: it has its answer
-    selection = preview_selection(preview_id=preview_id, sample_size=PREVIEW_SAMPLE)
-    if not selection.sample:
-        services.preview_record(preview_id=preview_id, result=None, error=NOTHING_TO_TRAIN)
-        return
-    try:
-        result = training_preview(
-            selection.base_model,
-            selection.sample,
-            selected=selection.selected,
-            config=selection.training,
-        )
-    except (OSError, ValueError) as error:  # no tokenizer there; ChatTemplateError is a ValueError
-        services.preview_record(preview_id=preview_id, result=None, error=str(error))
-        return
+    with JobHeartbeat(TrainingPreview, preview_id, enabled=heartbeat):
+        selection = preview_selection(preview_id=preview_id, sample_size=PREVIEW_SAMPLE)
+        if not selection.sample:
+            services.preview_record(preview_id=preview_id, result=None, error=NOTHING_TO_TRAIN)
+            return
+        try:
+            result = training_preview(
+                selection.base_model,
+                selection.sample,
+                selected=selection.selected,
+                config=selection.training,
+            )
+        except (OSError, ValueError) as error:  # no tokenizer there; ChatTemplateError: ValueError
+            services.preview_record(preview_id=preview_id, result=None, error=str(error))
+            return
     services.preview_record(preview_id=preview_id, result=result)

@@ -1,6 +1,7 @@
 """A worker killed with SIGKILL in the middle of a run: a new worker resumes the run and plays
 only what is missing, so the run ends with every (task, sample) exactly once. Killed in the
-middle of an import, the next worker imports it again: one task set, every task once."""
+middle of an import, the next worker imports it again: one task set, every task once. Killed
+while checking an author's Try it, the next worker checks it."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
 from webapp.runs.services import evaluation_run_create
 from webapp.tasks.generation import generation_create
-from webapp.tasks.models import TaskImport, TaskSet
+from webapp.tasks.models import Task, TaskImport, TaskSet, VerifierProbe
+from webapp.tasks.services import probe_create
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -132,6 +134,39 @@ def test_a_killed_worker_s_import_is_done_again_by_the_next_worker(
     (task_set,) = TaskSet.objects.filter(name="big")
     positions = list(task_set.tasks.values_list("position", flat=True))
     assert len(positions) == len(set(positions)) == count == task_import.progress_done
+
+
+def test_a_try_it_whose_worker_was_killed_is_checked_by_the_next_worker(
+    start_worker, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The author's page would wait forever: the next worker to start finds the check's
+    heartbeat stopped (at once, or in a follow-up sweep while it was still fresh) and checks it
+    again; the killed worker's sandbox is killed too."""
+    from tests.models_gpu.sandbox.test_attacks import sandboxed_processes
+
+    monkeypatch.setenv("DIALAB_HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
+    first = start_worker()
+    task = TaskFactory(
+        reference={"tests": "assert add(1, 2) == 3\n", "entry_point": "add"},
+        verifier_kind=Task.VerifierKind.CODE,
+    )
+    slow_add = "import time\ndef add(a, b):\n    time.sleep(4)\n    return a + b\n"
+    with transaction.atomic():
+        probe = probe_create(task=task, response=slow_add, user=None)
+    this_probe = VerifierProbe.objects.filter(pk=probe.pk)
+    wait_until(lambda: this_probe.filter(started_at__isnull=False).exists(), timeout=60)
+    time.sleep(1)  # inside the sandbox's sleep
+    kill_worker(first)
+    probe.refresh_from_db()
+    assert (probe.verdict, probe.error) == (None, ""), "killed too late to test anything"
+
+    second = start_worker()
+    wait_until(lambda: this_probe.get().is_done, timeout=90, message=second.output)
+    probe.refresh_from_db()
+    assert probe.verdict is not None, probe.error + second.output()
+    assert probe.verdict["correct"] is True
+    assert probe.attempts == 2, "taken once by each worker"
+    assert sandboxed_processes() == []
 
 
 class PreforkWorker:

@@ -16,6 +16,7 @@ from models_gpu.results import dialogue_row
 from models_gpu.spec.results import DialogueRow
 from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TeacherFactory
 from webapp.core.heartbeat import stale_after
+from webapp.core.interactive_jobs import InteractiveJob
 from webapp.dialogues.models import Dialogue
 from webapp.models_registry.models import ModelSpec
 from webapp.runs import services
@@ -232,7 +233,9 @@ def test_all_queued_sends_again_the_interactive_jobs_no_worker_took(
 
     task = TaskFactory()
     probe = VerifierProbe.objects.create(task=task, response="lost")
-    VerifierProbe.objects.create(task=task, response="taken", started_at=timezone.now())
+    VerifierProbe.objects.create(
+        task=task, response="taken", started_at=timezone.now(), heartbeat_at=timezone.now()
+    )
     VerifierProbe.objects.create(task=task, response="done", verdict={"correct": True})
     preview = TrainingPreview.objects.create(base_model=StudentFactory(), training_config={})
     pending = TaskImport.objects.create(
@@ -284,7 +287,86 @@ def test_a_training_preview_sent_again_once_answered_is_left_as_it_is() -> None:
     preview = TrainingPreview.objects.create(base_model=StudentFactory(), training_config={})
     assert preview_claim(preview_id=preview.pk), "taken (again, after a lost worker) until answered"
     TrainingPreview.objects.filter(pk=preview.pk).update(error="the first job's answer")
-    build_preview(preview.pk)  # a duplicate message
+    build_preview(preview.pk, heartbeat=False)  # a duplicate message
     preview.refresh_from_db()
     assert (preview.result, preview.error) == (None, "the first job's answer")
     assert not preview_claim(preview_id=preview.pk)
+
+
+def died(job: InteractiveJob, *, ago: timedelta = 2 * STALE) -> None:
+    """The worker that took ``job`` stopped beating ``ago``."""
+    type(job).objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - ago)
+
+
+def test_a_try_it_whose_worker_died_is_checked_by_the_next_sweep(
+    eager_celery, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    from webapp.tasks import services as task_services
+    from workers.recovery import recover_interactive_jobs
+
+    task = TaskFactory(position=3, reference={"answer": "7"})
+    with django_capture_on_commit_callbacks(execute=False):  # no worker answers in this test
+        dead = task_services.probe_create(task=task, response="It is 7.", user=None)
+        alive = task_services.probe_create(task=task, response="It is 8.", user=None)
+    for probe in (dead, alive):
+        assert task_services.probe_claim(probe_id=probe.pk)
+    died(dead)
+    died(alive, ago=STALE / 3)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        recovery = recover_interactive_jobs()
+    assert (recovery.sent, recovery.failed) == ([f"Try it {dead.pk}"], [])
+    dead.refresh_from_db()
+    assert dead.verdict is not None and dead.verdict["correct"] is True
+    assert dead.attempts == 2, "taken by the dead worker, then by the sweep's job"
+    alive.refresh_from_db()
+    assert alive.verdict is None, "a live worker's check is left to it"
+    # Its heartbeat would turn stale in about 2/3 of the window: the worker looks again then.
+    assert recovery.next_check_in is not None
+    assert STALE / 2 < recovery.next_check_in <= STALE
+
+
+def test_a_preview_that_wore_out_its_workers_is_failed_and_says_why() -> None:
+    from webapp.training.models import TrainingPreview
+    from webapp.training.services import preview_claim
+    from workers.recovery import recover_interactive_jobs
+
+    preview = TrainingPreview.objects.create(base_model=StudentFactory(), training_config={})
+    for _ in range(3):
+        assert preview_claim(preview_id=preview.pk)
+    died(preview)
+    recovery = recover_interactive_jobs()
+    assert (recovery.sent, recovery.failed) == ([], [f"preview {preview.pk}"])
+    preview.refresh_from_db()
+    assert preview.is_done
+    assert preview.error.startswith("The worker building this preview stopped 3 times")
+    assert recovery.next_check_in is None
+
+
+def test_a_check_taken_before_heartbeats_were_kept_is_judged_by_its_start() -> None:
+    from webapp.tasks.models import VerifierProbe
+    from workers.recovery import recover_interactive_jobs
+
+    task = TaskFactory()
+    recent = VerifierProbe.objects.create(task=task, response="x", started_at=timezone.now())
+    old = VerifierProbe.objects.create(
+        task=task, response="y", started_at=timezone.now() - 2 * STALE
+    )
+    assert recover_interactive_jobs().sent == [f"Try it {old.pk}"]
+    assert recent.waiting_since() is None, "a worker has it"
+    assert old.waiting_since() == old.started_at, "its worker is gone: it waits for another"
+
+
+def test_a_starting_worker_looks_again_when_a_check_would_turn_stale() -> None:
+    """A worker that starts right after a crash finds the dead worker's heartbeat still fresh:
+    it sweeps again once that heartbeat would be stale."""
+    from webapp.tasks.models import VerifierProbe
+    from workers.recovery import FOLLOW_UP_MARGIN, recover_on_start
+
+    VerifierProbe.objects.create(
+        task=TaskFactory(), response="x", started_at=timezone.now(), heartbeat_at=timezone.now()
+    )
+    timer = recover_on_start()
+    assert timer is not None
+    timer.cancel()
+    assert 0 < timer.interval <= (STALE + FOLLOW_UP_MARGIN).total_seconds()

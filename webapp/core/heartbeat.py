@@ -8,12 +8,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import QuerySet
+from django.db.models.functions import Now
+from django.utils import timezone
 
 logger = logging.getLogger(__name__)
 
@@ -23,6 +26,21 @@ MISSED_BEATS = 3
 def stale_after() -> timedelta:
     """A job whose heartbeat is older than this lost its worker: three missed heartbeats."""
     return timedelta(seconds=MISSED_BEATS * settings.DIALAB_HEARTBEAT_SECONDS)
+
+
+def time_until_stale(beating: QuerySet[Any], after: timedelta | None = None) -> timedelta | None:
+    """How long until the oldest ``heartbeat_at`` still fresh among ``beating`` turns stale
+    (older than ``after``, by default ``stale_after()``); None if none is fresh."""
+    after = stale_after() if after is None else after
+    oldest: datetime | None = (
+        beating.filter(heartbeat_at__gte=Now() - after)
+        .order_by("heartbeat_at")
+        .values_list("heartbeat_at", flat=True)
+        .first()
+    )
+    if oldest is None:
+        return None
+    return max(oldest + after - timezone.now(), timedelta(0))
 
 
 class Heartbeat:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -25,6 +25,9 @@ from kombu.exceptions import OperationalError
 
 from webapp.celery import app as celery_app
 from webapp.core.queues import INTERACTIVE, queue_named
+
+if TYPE_CHECKING:
+    from webapp.core.interactive_jobs import InteractiveJob
 
 _CACHE_KEY = "dialab:workers-online"
 _QUEUES_KEY = "dialab:worker-queues:{}"
@@ -76,6 +79,13 @@ def interactive_wait(sent_at: datetime, *, now: datetime | None = None) -> Inter
     if any(not worker.jobs for worker in serving):
         return None
     return InteractiveWait(serving)
+
+
+def job_wait(job: InteractiveJob) -> InteractiveWait | None:
+    """What a Try it check or a preview waits for: a worker to take it, or, once the worker
+    that took it stopped beating, one that starts and takes it up again."""
+    waiting_since = job.waiting_since()
+    return None if waiting_since is None else interactive_wait(waiting_since)
 
 
 def remembered_queues(hostname: str) -> tuple[str, ...]:

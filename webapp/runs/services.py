@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -33,6 +33,7 @@ from models_gpu.spec.settings import Problem
 from webapp.accounts.models import User
 from webapp.core import queues
 from webapp.core.dispatch import enqueue_on_commit, revoke
+from webapp.core.heartbeat import time_until_stale
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.search import document_expression
 from webapp.dialogues.summary import turn_summary
@@ -482,7 +483,7 @@ def runs_recover(
     for run_id in recovery.dispatched:
         kind, queue = routes[run_id]
         run_dispatch_on_commit(run_id=run_id, kind=kind, queue=queue)  # sends at once
-    recovery.next_check_in = _time_until_stale(running, stale_after)
+    recovery.next_check_in = time_until_stale(running, stale_after)
     if recovery.dispatched or recovery.failed or recovery.cancelled:
         logger.info(
             "recovered runs: dispatched %s, failed %s, cancelled %s",
@@ -501,19 +502,6 @@ def _close_if_still_stale(stale: Any, run_id: int, *, status: str, error: str = 
             return False
         run_finish(run_id=run_id, status=status, error=error)
     return True
-
-
-def _time_until_stale(running: Any, stale_after: timedelta) -> timedelta | None:
-    """How long until the oldest heartbeat still fresh turns stale; None if nothing runs."""
-    oldest: datetime | None = (
-        running.filter(heartbeat_at__gte=Now() - stale_after)
-        .order_by("heartbeat_at")
-        .values_list("heartbeat_at", flat=True)
-        .first()
-    )
-    if oldest is None:
-        return None
-    return max(oldest + stale_after - timezone.now(), timedelta(0))
 
 
 def run_relabel(*, run: Run, name: str, tags: Sequence[str]) -> None:

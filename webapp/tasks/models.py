@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from models_gpu.spec.verifiers import VERIFIERS
+from webapp.core.interactive_jobs import InteractiveJob
 
 
 class TaskSet(models.Model):
@@ -180,19 +181,18 @@ GENERATION_STATUS_LABELS: dict[str, str] = {
 }
 
 
-class VerifierProbe(models.Model):
+class VerifierProbe(InteractiveJob):
     """An author's "try it": a typed answer checked by the task's verifier in a worker (the web
     process never runs verifiers, and code verification needs the sandbox)."""
+
+    ANSWER_FIELD = "verdict"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="probes")
     response = models.TextField()
     verdict = models.JSONField(null=True, blank=True, help_text="Null until a worker checked it.")
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True, help_text="When a worker took it.")
 
     def __str__(self) -> str:
         return f"probe of task {self.task_id}"

@@ -18,10 +18,10 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
-from django.utils import timezone
 
 from webapp.accounts.models import User
 from webapp.core.dispatch import enqueue_on_commit
+from webapp.core.interactive_jobs import JobRecovery, job_claim, jobs_recover
 from webapp.tasks.models import Task, TaskSet, VerifierProbe
 from webapp.tasks.selectors import probes_waiting, task_set_newest_version
 
@@ -263,11 +263,14 @@ def probe_create(*, task: Task, response: str, user: User | None) -> VerifierPro
 
 
 def probe_claim(*, probe_id: int) -> bool:
-    """Take the probe (its page stops saying what it waits for); False once it has its answer,
-    so that a message sent again (``probes_resend``) does nothing then. One that was taken but
-    not answered is taken again: Celery redelivers the job of a worker child that died."""
-    unanswered = VerifierProbe.objects.filter(pk=probe_id, verdict__isnull=True, error="")
-    return bool(unanswered.update(started_at=timezone.now()))
+    """Take the probe (``webapp.core.interactive_jobs.job_claim``); False once it has its
+    answer, so that a message sent again does nothing then."""
+    return job_claim(VerifierProbe, probe_id)
+
+
+def probes_recover() -> JobRecovery:
+    """Send again the probes whose worker died while checking them (``jobs_recover``)."""
+    return jobs_recover(VerifierProbe, task_name=VERIFY_PROBE_TASK, doing="checking this answer")
 
 
 def probes_resend() -> list[int]:

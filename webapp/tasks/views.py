@@ -12,7 +12,7 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 from webapp.accounts.requests import SignedInRequest
 from webapp.core.permissions import researcher_required
 from webapp.core.rendering import render_markdown
-from webapp.core.workers import interactive_wait
+from webapp.core.workers import job_wait
 from webapp.tasks import exporting, selectors, services
 from webapp.tasks.forms import ProbeForm, TaskForm, TaskSetForm
 from webapp.tasks.generation import GenerationForm, generation_create
@@ -261,11 +261,9 @@ def probe_create(request: SignedInRequest, pk: int, task_id: int) -> HttpRespons
 def probe_detail(request: HttpRequest, probe_id: int) -> HttpResponse:
     """Polled until the worker has checked the answer; 286 then stops the polling."""
     probe = get_object_or_404(VerifierProbe.objects.select_related("task"), pk=probe_id)
-    checked = probe.verdict is not None or bool(probe.error)
-    wait = None if checked or probe.started_at else interactive_wait(probe.created_at)
-    context = {"probe": probe, "task": probe.task, "wait": wait}
+    context = {"probe": probe, "task": probe.task, "wait": job_wait(probe)}
     response = render(request, "tasks/partials/_probe.html", context)
-    if checked:
+    if probe.is_done:
         response.status_code = HttpResponseStopPolling.status_code
     return response
 

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from models_gpu.spec.reports import PreviewResult
+from webapp.core.interactive_jobs import InteractiveJob
 
 
 class DatasetSnapshot(models.Model):
@@ -46,11 +47,13 @@ class DatasetSnapshot(models.Model):
         return f"{self.name} ({self.dialogue_count} dialogues)"
 
 
-class TrainingPreview(models.Model):
+class TrainingPreview(InteractiveJob):
     """What a training launch would train on, worked out by a worker (the web process never
     loads a tokenizer): token counts over a sample of the selection and one example per method
     with the trained tokens marked, or why the base model's chat template cannot express the
     method. ``result`` is None until the worker wrote it."""
+
+    ANSWER_FIELD = "result"
 
     selection = models.TextField(blank=True, help_text="The transcript filter's query string.")
     base_model = models.ForeignKey(
@@ -58,19 +61,12 @@ class TrainingPreview(models.Model):
     )
     training_config = models.JSONField(help_text="models_gpu.spec.training.TrainingConfig")
     result = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True, help_text="When a worker took it.")
 
     def __str__(self) -> str:
         return f"training preview {self.pk}"
-
-    @property
-    def is_done(self) -> bool:
-        return self.result is not None or bool(self.error)
 
     @property
     def report(self) -> PreviewResult | None:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from models_gpu.spec.online import OnlineConfig
 from models_gpu.spec.reports import PreviewResult
@@ -27,6 +26,7 @@ from models_gpu.spec.training_run import (
 from webapp.accounts.models import User
 from webapp.core import queues
 from webapp.core.dispatch import enqueue_on_commit
+from webapp.core.interactive_jobs import JobRecovery, job_claim, jobs_recover
 from webapp.models_registry.models import ModelSpec
 from webapp.runs import services as runs
 from webapp.runs.models import MetricPoint, Run
@@ -200,12 +200,14 @@ def preview_create(
 
 
 def preview_claim(*, preview_id: int) -> bool:
-    """Take the preview (its page stops saying what it waits for); False once it has its
-    answer, so that a message sent again (``previews_resend``) does nothing then. One that was
-    taken but not answered is taken again: Celery redelivers the job of a worker child that
-    died."""
-    unanswered = TrainingPreview.objects.filter(pk=preview_id, result__isnull=True, error="")
-    return bool(unanswered.update(started_at=timezone.now()))
+    """Take the preview (``webapp.core.interactive_jobs.job_claim``); False once it has its
+    answer, so that a message sent again does nothing then."""
+    return job_claim(TrainingPreview, preview_id)
+
+
+def previews_recover() -> JobRecovery:
+    """Send again the previews whose worker died while building them (``jobs_recover``)."""
+    return jobs_recover(TrainingPreview, task_name=PREVIEW_TASK, doing="building this preview")
 
 
 def previews_resend() -> list[int]:

@@ -21,7 +21,7 @@ from webapp.accounts.requests import SignedInRequest
 from webapp.core.figure_export import requested_download
 from webapp.core.permissions import researcher_required
 from webapp.core.plotly_csp import allows_plotly
-from webapp.core.workers import interactive_wait
+from webapp.core.workers import job_wait
 from webapp.metrics.comparison import Gap
 from webapp.metrics.figures import feedback_use_table
 from webapp.metrics.stats import Proportion
@@ -102,9 +102,7 @@ def training_preview_create(request: SignedInRequest) -> HttpResponse:
 @researcher_required
 def training_preview_detail(request: HttpRequest, pk: int) -> HttpResponse:
     preview = get_object_or_404(TrainingPreview, pk=pk, created_by=request.user)
-    taken = preview.is_done or preview.started_at is not None
-    wait = None if taken else interactive_wait(preview.created_at)
-    context = {"preview": preview, "wait": wait}
+    context = {"preview": preview, "wait": job_wait(preview)}
     response = render(request, "training/training_preview.html", context)
     if preview.is_done:
         response.status_code = HttpResponseStopPolling.status_code

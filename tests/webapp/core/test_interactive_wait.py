@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from tests.factories import StudentFactory, TaskFactory
 from webapp.core import workers
+from webapp.core.heartbeat import stale_after
 from webapp.core.queues import INTERACTIVE, queue_named
 from webapp.core.workers import INTERACTIVE_NOTICE_AFTER, WorkerSeen, interactive_wait
 from webapp.tasks.models import TaskImport, VerifierProbe
@@ -84,6 +85,12 @@ def test_a_waiting_preview_names_what_the_busy_worker_does(researcher_client, re
     assert preview_claim(preview_id=preview.pk)  # a worker took it: it is the job running now
     page = researcher_client.get(reverse("training_preview_detail", args=[preview.pk]))
     assert 'id="interactive-wait"' not in page.content.decode()
+
+    # That worker died: its heartbeat stopped. The preview waits for a worker again.
+    TrainingPreview.objects.filter(pk=preview.pk).update(heartbeat_at=LONG_AGO - stale_after())
+    _answered()
+    page = researcher_client.get(reverse("training_preview_detail", args=[preview.pk]))
+    assert "No interactive worker has answered" in page.content.decode()
 
 
 def test_a_pending_import_says_why_it_has_not_started(researcher_client) -> None:  # type: ignore[no-untyped-def]

@@ -25,7 +25,7 @@ def preview_page(client: Any, data: dict[str, Any]) -> tuple[TrainingPreview, st
     asked = client.post(reverse("training_preview_create"), data)
     assert 'id="preview-waiting"' in asked.content.decode()
     preview = TrainingPreview.objects.latest("pk")
-    build_preview(preview.pk)
+    build_preview(preview.pk, heartbeat=False)
     preview.refresh_from_db()
     assert preview.started_at is not None, "the worker says it took it"
     done = client.get(reverse("training_preview_detail", args=[preview.pk]))

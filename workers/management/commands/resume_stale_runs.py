@@ -1,5 +1,5 @@
-"""Send again the evaluation runs and imports that no worker will otherwise finish (see
-workers.recovery)."""
+"""Send again the evaluation runs, imports, Try it checks and previews that no worker will
+otherwise finish (see workers.recovery)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from django.core.management.base import BaseCommand, CommandParser
 from workers.recovery import (
     expire_person_turns,
     recover_imports,
+    recover_interactive_jobs,
     recover_runs,
     resend_interactive_jobs,
+    sooner,
 )
 
 
@@ -19,8 +21,9 @@ class Command(BaseCommand):
     help = (
         "Resume runs whose worker died (running, heartbeat older than three heartbeats) and send "
         "queued runs that never reached the broker; send again the task imports whose worker "
-        "is gone; end the dialogues whose turn waited for a person past its deadline. Safe to "
-        "run at any time, e.g. from cron: a run or an import can only be claimed by one worker."
+        "is gone, and the Try it checks and training previews whose worker died; end the "
+        "dialogues whose turn waited for a person past its deadline. Safe to run at any time, "
+        "e.g. from cron: a run or an import can only be claimed by one worker."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -35,6 +38,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         imports = recover_imports()
         self.stdout.write(f"sent again {len(imports)} import(s) whose worker is gone {imports}")
+        jobs = recover_interactive_jobs()
+        self.stdout.write(
+            f"sent again {len(jobs.sent)} Try it check(s) or preview(s) whose worker died "
+            f"{jobs.sent}; failed {len(jobs.failed)} {jobs.failed}"
+        )
         if options["all_queued"]:
             waiting = resend_interactive_jobs()
             self.stdout.write(f"sent again {len(waiting)} waiting interactive job(s) {waiting}")
@@ -46,8 +54,9 @@ class Command(BaseCommand):
             f"failed {len(recovery.failed)} {recovery.failed}; "
             f"closed as cancelled {len(recovery.cancelled)} {recovery.cancelled}"
         )
-        if recovery.next_check_in is not None:
+        next_check_in = sooner(recovery.next_check_in, jobs.next_check_in)
+        if next_check_in is not None:
             self.stdout.write(
-                "some runs are still running with a fresh heartbeat; run this again in "
-                f"{recovery.next_check_in.total_seconds():.0f} s if their worker is gone"
+                "some jobs are still running with a fresh heartbeat; run this again in "
+                f"{next_check_in.total_seconds():.0f} s if their worker is gone"
             )
