@@ -25,8 +25,6 @@ from dialab_client.models import (
 if TYPE_CHECKING:
     from dialab_client.client import Dialab
 
-PAGE = 100
-
 
 class TaskSets:
     def __init__(self, lab: Dialab) -> None:

@@ -68,13 +68,22 @@ class Dialab:
         return response.json()
 
     def pages(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[Any]:
-        """Every item of a list endpoint that pages by ``offset`` and ``limit``."""
+        """Every item of a list endpoint that pages by ``offset`` and ``limit``, each once.
+        These lists put the newest first, so an item added while they are read (a run
+        launched meanwhile) pushes the rest one place down, and the next page starts with an
+        item already read: it is dropped by its id. (The new item itself is not read: it came
+        before the offset.)"""
         offset = 0
+        seen: set[Any] = set()
         while True:
             page = self.request(
                 "GET", path, params={**(params or {}), "offset": offset, "limit": PAGE}
             )
-            yield from page
+            for item in page:
+                key = item.get("id")
+                if key is None or key not in seen:
+                    seen.add(key)
+                    yield item
             if len(page) < PAGE:
                 return
             offset += len(page)

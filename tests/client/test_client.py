@@ -101,6 +101,28 @@ def test_wait_returns_when_every_run_has_finished(world: dict[str, Any]) -> None
         lab(world).runs.wait(first.pk, poll_seconds=0.1, timeout=0.3)
 
 
+def test_a_run_launched_while_runs_are_listed_repeats_none(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs come newest first, a page of offset and limit at a time: a run launched between
+    two pages pushes the others one place down, and the next page's first run was read."""
+    import dialab_client.client
+
+    from tests.transcript_builders import make_run
+
+    monkeypatch.setattr(dialab_client.client, "PAGE", 2)
+    for name in ("third", "fourth", "fifth"):
+        make_run(name, world["first"].task_set)
+    before = list(Run.objects.order_by("-created_at", "-pk").values_list("pk", flat=True))
+    client = lab(world)
+    listing = client.pages("/runs")
+    read = [next(listing)["id"], next(listing)["id"]]
+    make_run("launched meanwhile", world["first"].task_set)
+    read += [run["id"] for run in listing]
+    assert read == before, "each run once, in order; the new one came before the offset"
+    assert len(client.runs.list()) == len(before) + 1
+
+
 def test_the_cli_lists_waits_and_prints_figures(world: dict[str, Any], capsys: Any) -> None:
     auth = ["--url", world["url"], "--token", world["researcher"]]
     second = str(world["second"].pk)

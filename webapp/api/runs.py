@@ -110,7 +110,7 @@ def list_runs(
     limit: int = 100,
     offset: Offset = 0,
 ) -> list[RunOut]:
-    runs = selectors.run_list()
+    runs = selectors.run_list().order_by("-created_at", "-pk")  # one order, page after page
     if kind:
         runs = runs.filter(kind=kind)
     if status:
