@@ -14,7 +14,13 @@ from django.utils import timezone
 
 from models_gpu.results import dialogue_row
 from models_gpu.spec.results import DialogueRow
-from tests.factories import ProtocolFactory, StudentFactory, TaskFactory, TeacherFactory
+from tests.factories import (
+    ProtocolFactory,
+    StudentFactory,
+    TaskFactory,
+    TeacherFactory,
+    UserFactory,
+)
 from webapp.core.heartbeat import stale_after
 from webapp.core.interactive_jobs import InteractiveJob
 from webapp.dialogues.models import Dialogue
@@ -328,10 +334,14 @@ def test_a_try_it_whose_worker_died_is_checked_by_the_next_sweep(
 
 def test_a_preview_that_wore_out_its_workers_is_failed_and_says_why() -> None:
     from webapp.training.models import TrainingPreview
+    from webapp.training.selectors import previewed_template_problem
     from webapp.training.services import preview_claim
     from workers.recovery import recover_interactive_jobs
 
-    preview = TrainingPreview.objects.create(base_model=StudentFactory(), training_config={})
+    researcher = UserFactory(role="researcher")
+    preview = TrainingPreview.objects.create(
+        base_model=StudentFactory(), training_config={"method": "sft"}, created_by=researcher
+    )
     for _ in range(3):
         assert preview_claim(preview_id=preview.pk)
     died(preview)
@@ -341,6 +351,11 @@ def test_a_preview_that_wore_out_its_workers_is_failed_and_says_why() -> None:
     assert preview.is_done
     assert preview.error.startswith("The worker building this preview stopped 3 times")
     assert recovery.next_check_in is None
+    # It found nothing about the model: the launch form is not refused for it.
+    found = previewed_template_problem(
+        reader=researcher, base_model=preview.base_model, method="sft"
+    )
+    assert found == ""
 
 
 def test_a_check_taken_before_heartbeats_were_kept_is_judged_by_its_start() -> None:

@@ -34,6 +34,10 @@ from webapp.core.heartbeat import Heartbeat, stale_after, time_until_stale
 logger = logging.getLogger(__name__)
 
 MAX_JOB_ATTEMPTS = 3
+# How the error of a job failed for killing its workers ends: it says nothing of the job's
+# input, so a page that reads errors as findings about the input (a preview's, about a model)
+# leaves these out.
+WORKERS_GAVE_OUT = "before answering (killed, or out of memory?); it was not tried again."
 
 
 class InteractiveJob(models.Model):
@@ -113,10 +117,7 @@ def jobs_recover(model: type[InteractiveJob], *, task_name: str, doing: str) -> 
     stale = taken.alias(last_sign=last_sign).filter(last_sign__lt=Now() - stale_after())
     for job_id, attempts in stale.values_list("pk", "attempts"):
         if attempts >= MAX_JOB_ATTEMPTS:
-            error = (
-                f"The worker {doing} stopped {attempts} times before answering (killed, or out "
-                "of memory?); it was not tried again."
-            )
+            error = f"The worker {doing} stopped {attempts} times {WORKERS_GAVE_OUT}"
             # Only if no worker took it meanwhile (its attempts would have moved on).
             if stale.filter(pk=job_id, attempts=attempts).update(error=error):
                 recovery.failed.append(job_id)

@@ -106,4 +106,4 @@ def task_keys(*, task_ids: Iterable[int]) -> dict[int, str]:
 
 def probes_waiting() -> QuerySet[VerifierProbe]:
     """The probes no worker has taken yet (nor answered: probes older than ``started_at``)."""
-    return VerifierProbe.objects.filter(started_at=None, verdict__isnull=True, error="")
+    return VerifierProbe.unanswered().filter(started_at=None)

@@ -18,6 +18,7 @@ from models_gpu.spec.templates import render_for_dialogue
 from models_gpu.spec.training import TrainingConfig, TrainingDialogue
 from models_gpu.spec.training_run import NOTHING_TO_TRAIN, TrainingRunConfig
 from webapp.accounts.models import User
+from webapp.core.interactive_jobs import WORKERS_GAVE_OUT
 from webapp.dialogues import search
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.models_registry.models import ModelSpec
@@ -182,6 +183,7 @@ def previewed_template_problem(*, reader: User, base_model: ModelSpec, method: s
     preview = (
         TrainingPreview.objects.filter(created_by=reader, base_model=base_model)
         .filter(Q(result__isnull=False) | ~Q(error=""))
+        .exclude(error__endswith=WORKERS_GAVE_OUT)  # its workers died: it found nothing
         .order_by("-pk")
         .first()
     )
@@ -228,4 +230,4 @@ def training_run_evaluations(*, run: Run, trained_model: ModelSpec | None) -> Tr
 
 def previews_waiting() -> QuerySet[TrainingPreview]:
     """The previews no worker has taken yet (nor answered: previews older than ``started_at``)."""
-    return TrainingPreview.objects.filter(started_at=None, result__isnull=True, error="")
+    return TrainingPreview.unanswered().filter(started_at=None)
