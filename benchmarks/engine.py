@@ -12,6 +12,11 @@ For each backend, on the same loaded model, after one warm-up call:
                  the scripted feedback teacher, the numeric verifier), every finished dialogue
                  persisted as it finishes;
   one-at-a-time  the same engine with batch_size=1 over the first ``--one-at-a-time`` dialogues.
+  played back    the same engine again, its student answering each call at no cost with what
+                 the model answered in that call of the engine's run (the engine's flow depends
+                 only on the replies): the engine's own time (verification, the teacher,
+                 persistence) alone, measured rather than inferred as the difference between
+                 the engine's wall time and its generate calls; the median of ``--raw-repeats``;
   replayed       the engine's last round and its first round's requests of the same dialogues
                  (so the same batch size), sent again after the engine ran, each the median of
                  ``--raw-repeats`` calls: both prompts are then as cached as they can be, so
@@ -143,12 +148,14 @@ class TimedGenerator:
     inner: Generator
     calls: list[Call] = field(default_factory=list)
     requests: list[list[GenerationRequest]] = field(default_factory=list)  # each call's
+    generations: list[list[Generation]] = field(default_factory=list)  # each call's
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         self.requests.append(list(requests))
         started = time.perf_counter()
         generations = self.inner.generate(requests)
         seconds = time.perf_counter() - started
+        self.generations.append(generations)
         self.calls.append(
             Call(
                 batch=len(requests),
@@ -181,6 +188,7 @@ class Measurement:
     persist_seconds: float = 0.0
     calls: tuple[Call, ...] = ()
     requests: tuple[list[GenerationRequest], ...] = ()  # each call's (the engine's rounds)
+    generations: tuple[list[Generation], ...] = ()  # each call's
 
     @property
     def tokens_per_second(self) -> float:
@@ -240,8 +248,45 @@ def measure_engine(
     return Measurement(
         backend, path, len(jobs), len(student.calls), stats.student_generations,
         store.student_tokens, seconds, student.seconds, store.seconds, tuple(student.calls),
-        tuple(student.requests),
+        tuple(student.requests), tuple(student.generations),
     )  # fmt: skip
+
+
+@dataclass
+class PlayedBack:
+    """A student that answers each call, at once, with the replies of the same call in an
+    earlier engine run over the same jobs."""
+
+    replies: Sequence[list[Generation]]
+    played: int = 0
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
+        generations = self.replies[self.played]
+        self.played += 1
+        assert len(generations) == len(requests), "the engine took another path"
+        return generations
+
+
+def measure_played_back(
+    engine: Measurement,
+    jobs: Sequence[DialogueJob],
+    protocol: ProtocolSpec,
+    *,
+    batch_size: int,
+    repeats: int,
+    out_path: Path,
+) -> Measurement:
+    """The engine's own time: ``engine``'s run again, its student's replies played back; the
+    median of ``repeats`` runs."""
+    runs = []
+    for _ in range(repeats):
+        student = PlayedBack(engine.generations)
+        run = measure_engine(
+            engine.backend, "played back", student, jobs, protocol,
+            batch_size=batch_size, out_path=out_path,
+        )  # fmt: skip
+        runs.append(run)
+    return sorted(runs, key=lambda run: run.seconds)[len(runs) // 2]
 
 
 def measure_replays(generator: Generator, engine: Measurement, *, repeats: int) -> list[Call]:
@@ -265,7 +310,8 @@ def measure_replays(generator: Generator, engine: Measurement, *, repeats: int) 
 def bench_backend(
     args: argparse.Namespace, backend: str, folder: Path
 ) -> tuple[list[Measurement], list[Call]]:
-    """The raw, engine and one-at-a-time measurements, and the replayed first and last rounds."""
+    """The raw, engine, played-back and one-at-a-time measurements, and the replayed first and
+    last rounds."""
     params = {"max_new_tokens": args.max_new_tokens, "temperature": args.temperature}
     params.update(BACKEND_PARAMS.get(backend, {}))
     started = time.perf_counter()
@@ -282,6 +328,10 @@ def bench_backend(
             batch_size=args.batch_size or args.dialogues,
             out_path=folder / f"{backend}-engine.jsonl",
         )  # fmt: skip
+        played_back = measure_played_back(
+            engine, jobs, protocol, batch_size=args.batch_size or args.dialogues,
+            repeats=args.raw_repeats, out_path=folder / f"{backend}-played-back.jsonl",
+        )  # fmt: skip
         replayed = measure_replays(generator, engine, repeats=args.raw_repeats)
         single = measure_engine(
             backend, "one-at-a-time", generator, jobs[: args.one_at_a_time], protocol,
@@ -291,7 +341,7 @@ def bench_backend(
         close = getattr(generator, "close", None)
         if close is not None:
             close()
-    return [raw, engine, single], replayed
+    return [raw, engine, played_back, single], replayed
 
 
 def main() -> None:
@@ -346,7 +396,7 @@ def main() -> None:
         "reused from the prefix cache), speed"
     )
     for m in results:
-        if m.path == "one-at-a-time":
+        if m.path in ("one-at-a-time", "played back"):
             continue
         for number, call in enumerate(m.calls, start=1):
             label = "raw" if m.path.startswith("raw") else f"round {number}"
@@ -365,10 +415,11 @@ def main() -> None:
         "and over one dialogue at a time (>= 10); its last round's tokens/s over its first "
         "(>= 0.8), and that ratio replayed, batch and prefill taken out (no target); its "
         "overhead, 1 - its generate seconds / its wall seconds (verifier, teacher, persistence; "
-        "<= 0.03)"
+        "<= 0.03), and the same share measured with the replies played back (its own seconds "
+        "/ its wall seconds)"
     )
     for backend in dict.fromkeys(m.backend for m in results):
-        raw, engine, single = (m for m in results if m.backend == backend)
+        raw, engine, played_back, single = (m for m in results if m.backend == backend)
         first, last = engine.calls[0], engine.calls[-1]
         replayed_first, replayed_last = replays[backend]
         print(
@@ -380,7 +431,8 @@ def main() -> None:
             f"{_speed(replayed_last) / _speed(replayed_first):.2f}\n"
             f"{backend}_engine_over_one_at_a_time: "
             f"{engine.tokens_per_second / single.tokens_per_second:.1f}\n"
-            f"{backend}_engine_overhead: {1 - engine.generate_seconds / engine.seconds:.3f}"
+            f"{backend}_engine_overhead: {1 - engine.generate_seconds / engine.seconds:.3f}\n"
+            f"{backend}_engine_overhead_played_back: {played_back.seconds / engine.seconds:.3f}"
         )
 
 
