@@ -344,6 +344,7 @@ def test_a_preview_that_wore_out_its_workers_is_failed_and_says_why() -> None:
     )
     for _ in range(3):
         assert preview_claim(preview_id=preview.pk)
+    assert not preview_claim(preview_id=preview.pk), "a fourth message is not taken"
     died(preview)
     recovery = recover_interactive_jobs()
     assert (recovery.sent, recovery.failed) == ([], [f"preview {preview.pk}"])

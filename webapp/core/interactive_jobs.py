@@ -80,9 +80,12 @@ class InteractiveJob(models.Model):
 
 
 def job_claim(model: type[InteractiveJob], job_id: int) -> bool:
-    """Take the job; False once it has its answer, so that a message sent again does nothing."""
+    """Take the job; False once it has its answer, so that a message sent again does nothing,
+    and once MAX_JOB_ATTEMPTS workers took it, so that a job whose worker process dies each time
+    is not handed back by Celery for ever (the next sweep fails it, saying why)."""
     claim = {"started_at": Now(), "heartbeat_at": Now(), "attempts": F("attempts") + 1}
-    return bool(model.unanswered().filter(pk=job_id).update(**claim))
+    unanswered = model.unanswered().filter(pk=job_id, attempts__lt=MAX_JOB_ATTEMPTS)
+    return bool(unanswered.update(**claim))
 
 
 class JobHeartbeat(Heartbeat):
