@@ -200,8 +200,14 @@ def check_again_later(run_id: int, *, queue: str | None = None) -> None:
     from webapp.runs.selectors import run_is_running
 
     if run_is_running(run_id=run_id):
-        wait = stale_after() + FOLLOW_UP_MARGIN
-        resume_stale_runs.apply_async(countdown=wait.total_seconds(), queue=queue)
+        sweep_once_stale(queue=queue)
+
+
+def sweep_once_stale(*, queue: str | None = None) -> None:
+    """Schedule one sweep, as a job on ``queue``, for when a heartbeat fresh now would be
+    stale."""
+    wait = stale_after() + FOLLOW_UP_MARGIN
+    resume_stale_runs.apply_async(countdown=wait.total_seconds(), queue=queue)
 
 
 @app.task(name="workers.recovery.resume_stale_runs")

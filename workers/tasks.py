@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from celery import Task
 
 from webapp.celery import app
+
+if TYPE_CHECKING:
+    from webapp.core.interactive_jobs import InteractiveJob
 
 
 @app.task(name="workers.tasks.run_evaluation", bind=True)
@@ -50,9 +54,11 @@ def _execute_run(task: Task, run_id: int, execute: Callable[..., bool]) -> None:
 @app.task(name="workers.tasks.training_preview", bind=True)
 def training_preview(self: Task, preview_id: int) -> None:
     """Tokenize a sample of a training selection for the launch form's preview."""
+    from webapp.training.models import TrainingPreview
     from workers.training import build_preview
 
-    build_preview(preview_id, heartbeat=not self.request.is_eager)
+    if not build_preview(preview_id, heartbeat=not self.request.is_eager):
+        _claim_refused(self, TrainingPreview, preview_id)
 
 
 @app.task(name="workers.tasks.verify_probe", bind=True)
@@ -67,7 +73,8 @@ def verify_probe(self: Task, probe_id: int) -> None:
     from workers.specs import task_spec, verdict_row
 
     if not probe_claim(probe_id=probe_id):
-        return  # a duplicate message: it has its answer
+        _claim_refused(self, VerifierProbe, probe_id)
+        return
     task, response = probe_to_verify(probe_id=probe_id)
     with JobHeartbeat(VerifierProbe, probe_id, enabled=not self.request.is_eager):
         try:
@@ -77,3 +84,15 @@ def verify_probe(self: Task, probe_id: int) -> None:
             probe_record(probe_id=probe_id, verdict=None, error=str(error))
             return
     probe_record(probe_id=probe_id, verdict=verdict_row(verdict))
+
+
+def _claim_refused(task: Task, model: type[InteractiveJob], job_id: int) -> None:
+    """A Try it or a preview not taken: a duplicate message of one that has its answer, or one
+    that wore out its workers, whose message Celery handed back when the last one's pool process
+    died. That one's worker lives on and starts no sweep, so schedule one for when the dead
+    process's heartbeat is stale: it fails the job, saying why."""
+    from webapp.core.interactive_jobs import job_unanswered
+    from workers.recovery import sweep_once_stale
+
+    if job_unanswered(model, job_id):
+        sweep_once_stale(queue=(task.request.delivery_info or {}).get("routing_key"))

@@ -316,19 +316,20 @@ def _run_stage(
 PREVIEW_SAMPLE = 200
 
 
-def build_preview(preview_id: int, *, heartbeat: bool) -> None:
+def build_preview(preview_id: int, *, heartbeat: bool) -> bool:
     """The launch form's preview (``models_gpu.training.preview``), or why there is none;
-    ``heartbeat``: keep the preview's heartbeat fresh while it is built (not when run eagerly)."""
+    ``heartbeat``: keep the preview's heartbeat fresh while it is built (not when run eagerly).
+    False when it was not taken (``preview_claim``)."""
     from models_gpu.training.preview import training_preview
     from webapp.core.interactive_jobs import JobHeartbeat
 
     if not services.preview_claim(preview_id=preview_id):
-        return  # a duplicate message: it has its answer
+        return False
     with JobHeartbeat(TrainingPreview, preview_id, enabled=heartbeat):
         selection = preview_selection(preview_id=preview_id, sample_size=PREVIEW_SAMPLE)
         if not selection.sample:
             services.preview_record(preview_id=preview_id, result=None, error=NOTHING_TO_TRAIN)
-            return
+            return True
         try:
             result = training_preview(
                 selection.base_model,
@@ -338,5 +339,6 @@ def build_preview(preview_id: int, *, heartbeat: bool) -> None:
             )
         except (OSError, ValueError) as error:  # no tokenizer there; ChatTemplateError: ValueError
             services.preview_record(preview_id=preview_id, result=None, error=str(error))
-            return
+            return True
     services.preview_record(preview_id=preview_id, result=result)
+    return True

@@ -386,3 +386,23 @@ def test_a_starting_worker_looks_again_when_a_check_would_turn_stale() -> None:
     assert timer is not None
     timer.cancel()
     assert 0 < timer.interval <= (STALE + FOLLOW_UP_MARGIN).total_seconds()
+
+
+def test_a_check_that_wore_out_its_workers_is_failed_when_celery_hands_it_back(
+    eager_celery,
+) -> None:  # type: ignore[no-untyped-def]
+    """Celery hands back the job of a pool process that died, and the worker itself lives on,
+    so no worker start sweeps: the fourth delivery, not taken, schedules the sweep that fails
+    the check, saying why."""
+    from webapp.tasks.models import VerifierProbe
+    from webapp.tasks.services import probe_claim
+    from workers.tasks import verify_probe
+
+    probe = VerifierProbe.objects.create(task=TaskFactory(), response="It is 7.")
+    for _ in range(3):
+        assert probe_claim(probe_id=probe.pk)
+    died(probe)  # the third pool process too
+    verify_probe.delay(probe.pk)  # eager: the sweep it schedules runs at once
+    probe.refresh_from_db()
+    assert (probe.verdict, probe.attempts) == (None, 3)
+    assert probe.error.startswith("The worker checking this answer stopped 3 times")

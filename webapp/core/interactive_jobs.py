@@ -88,6 +88,10 @@ def job_claim(model: type[InteractiveJob], job_id: int) -> bool:
     return bool(unanswered.update(**claim))
 
 
+def job_unanswered(model: type[InteractiveJob], job_id: int) -> bool:
+    return model.unanswered().filter(pk=job_id).exists()
+
+
 class JobHeartbeat(Heartbeat):
     """Keeps a taken job's ``heartbeat_at`` fresh while its worker works on it (a job run
     eagerly, in the web process's tests, passes ``enabled=False``)."""
