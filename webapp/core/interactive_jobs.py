@@ -63,6 +63,23 @@ class InteractiveJob(models.Model):
     def unanswered(cls) -> QuerySet[Self]:
         return cls._default_manager.filter(**{f"{cls.ANSWER_FIELD}__isnull": True}, error="")
 
+    @classmethod
+    def stalled(cls) -> QuerySet[Self]:
+        """Taken and unanswered, its worker's last sign of life (``last_seen_at``, as
+        ``last_sign`` for ordering) older than three heartbeats: the worker died."""
+        taken = cls.unanswered().filter(started_at__isnull=False)
+        last_sign = Coalesce("heartbeat_at", "started_at")
+        stalled: QuerySet[Self] = taken.alias(last_sign=last_sign).filter(
+            last_sign__lt=Now() - stale_after()
+        )
+        return stalled
+
+    @property
+    def last_seen_at(self) -> datetime:
+        """Its worker's last sign of life (a row taken before heartbeats were recorded has
+        only its start); for a job no worker took yet, when it was sent."""
+        return self.heartbeat_at or self.started_at or self.created_at
+
     @property
     def is_done(self) -> bool:
         return getattr(self, self.ANSWER_FIELD) is not None or bool(self.error)
@@ -75,8 +92,8 @@ class InteractiveJob(models.Model):
             return None
         if self.started_at is None:
             return self.created_at
-        last_sign = self.heartbeat_at or self.started_at
-        return last_sign if timezone.now() - last_sign > stale_after() else None
+        stale = timezone.now() - self.last_seen_at > stale_after()
+        return self.last_seen_at if stale else None
 
 
 def job_claim(model: type[InteractiveJob], job_id: int) -> bool:
@@ -118,10 +135,7 @@ def jobs_recover(model: type[InteractiveJob], *, task_name: str, doing: str) -> 
     was doing, e.g. "checking this answer"). ``next_check_in``: when the oldest heartbeat still
     fresh would be stale."""
     recovery = JobRecovery()
-    taken = model.unanswered().filter(started_at__isnull=False)
-    # A row taken before heartbeats were recorded has only its start.
-    last_sign = Coalesce("heartbeat_at", "started_at")
-    stale = taken.alias(last_sign=last_sign).filter(last_sign__lt=Now() - stale_after())
+    stale = model.stalled()
     for job_id, attempts in stale.values_list("pk", "attempts"):
         if attempts >= MAX_JOB_ATTEMPTS:
             error = f"The worker {doing} stopped {attempts} times {WORKERS_GAVE_OUT}"
@@ -131,7 +145,7 @@ def jobs_recover(model: type[InteractiveJob], *, task_name: str, doing: str) -> 
         else:
             enqueue_on_commit(task_name, job_id)
             recovery.sent.append(job_id)
-    recovery.next_check_in = time_until_stale(taken)
+    recovery.next_check_in = time_until_stale(model.unanswered().filter(started_at__isnull=False))
     if recovery.sent or recovery.failed:
         kind = model._meta.verbose_name_plural
         logger.info(

@@ -59,11 +59,12 @@ def queue_named(name: str) -> Queue:
 
 @dataclass(frozen=True)
 class JobWaiting:
-    """A job on the interactive queue that no worker has taken yet, other than a run's."""
+    """A job on the interactive queue, other than a run's, that no worker has taken yet, or
+    whose worker died (``webapp.core.interactive_jobs``)."""
 
     name: str  # what it works on: a task set, a task, a base model
     kind: str  # what the pages call it: "Try it", "training preview", an import's source
-    sent_at: datetime
+    since: datetime  # when it was sent; for one whose worker died, that worker's last sign
 
 
 def interactive_jobs_waiting(limit: int = 50) -> list[JobWaiting]:
@@ -76,7 +77,19 @@ def interactive_jobs_waiting(limit: int = 50) -> list[JobWaiting]:
         for config in apps.get_app_configs()
         for job in getattr(config, "interactive_jobs_waiting", lambda limit: [])(limit)
     ]
-    return sorted(jobs, key=lambda job: job.sent_at)[:limit]
+    return sorted(jobs, key=lambda job: job.since)[:limit]
+
+
+def interactive_jobs_stalled(limit: int = 50) -> list[JobWaiting]:
+    """Every app's jobs on the interactive queue whose worker died while working on them, the
+    longest dead first (``limit`` of them): no broker holds them any more, and the next
+    recovery sweep sends them again. Listed by each app's AppConfig method of the same name."""
+    jobs = [
+        job
+        for config in apps.get_app_configs()
+        for job in getattr(config, "interactive_jobs_stalled", lambda limit: [])(limit)
+    ]
+    return sorted(jobs, key=lambda job: job.since)[:limit]
 
 
 def run_queue(*, people: bool) -> str:

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from webapp.core.permissions import researcher_required
-from webapp.core.queues import INTERACTIVE, interactive_jobs_waiting
+from webapp.core.queues import INTERACTIVE, interactive_jobs_stalled, interactive_jobs_waiting
 from webapp.runs import waits
 
 
@@ -25,6 +25,7 @@ def workers_state(request: HttpRequest) -> HttpResponse:
         "workers": workers,
         "queues": waits.queue_states(workers),
         "jobs_waiting": interactive_jobs_waiting(),
+        "jobs_stalled": interactive_jobs_stalled(),
         "interactive": INTERACTIVE,
     }
     return render(request, "runs/workers.html#state", context)

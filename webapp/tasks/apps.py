@@ -24,3 +24,13 @@ class TasksConfig(AppConfig):
             JobWaiting(f"{probe.task} of {probe.task.task_set}", "Try it", probe.created_at)
             for probe in probes.select_related("task__task_set").order_by("created_at")[:limit]
         ]
+
+    def interactive_jobs_stalled(self, limit: int) -> list[JobWaiting]:
+        """Try it checks whose worker died (``webapp.core.queues.interactive_jobs_stalled``)."""
+        from webapp.tasks.models import VerifierProbe
+
+        probes = VerifierProbe.stalled().select_related("task__task_set").order_by("last_sign")
+        return [
+            JobWaiting(f"{probe.task} of {probe.task.task_set}", "Try it", probe.last_seen_at)
+            for probe in probes[:limit]
+        ]

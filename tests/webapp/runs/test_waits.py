@@ -23,6 +23,7 @@ from tests.factories import (
     TeacherFactory,
     frozen_run,
 )
+from webapp.core.heartbeat import stale_after
 from webapp.core.queues import BATCH, INTERACTIVE, queue_named
 from webapp.core.templatetags.dialab import about_duration
 from webapp.people.playground import playground_start
@@ -213,6 +214,29 @@ def test_the_interactive_queue_lists_every_job_not_taken_yet_oldest_first(
     )
     assert waiting.count("<li>") == 3, "taken, finished and imported jobs are not listed"
     assert "resume_stale_runs --all-queued</code> sends them again" in waiting
+
+
+def test_the_interactive_queue_lists_the_jobs_whose_worker_died(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    """No broker holds them any more: they are listed apart, with how to send them again."""
+    task = TaskFactory(external_id="sum-7")
+    long_ago = timezone.now() - 2 * stale_after()
+    VerifierProbe.objects.create(
+        task=task, response="x", started_at=long_ago, heartbeat_at=long_ago + timedelta(seconds=1)
+    )
+    VerifierProbe.objects.create(  # its worker lives
+        task=task, response="y", started_at=long_ago, heartbeat_at=timezone.now()
+    )
+    TrainingPreview.objects.create(
+        base_model=StudentFactory(name="tiny base"), training_config={}, started_at=long_ago
+    )
+
+    page = researcher_client.get(reverse("workers_state")).content.decode()
+    assert 'id="jobs-waiting"' not in page, "none waits in the broker"
+    stalled = page[page.index('id="jobs-stalled"') : page.index('id="queue-gpu"')]
+    assert stalled.count("<li>") == 2
+    assert stalled.index("tiny base") < stalled.index("sum-7"), "the longest dead first"
+    assert "its worker last seen" in stalled
+    assert "<code>manage.py resume_stale_runs</code>" in stalled
 
 
 @pytest.mark.parametrize(
