@@ -64,13 +64,17 @@ class InteractiveJob(models.Model):
         return cls._default_manager.filter(**{f"{cls.ANSWER_FIELD}__isnull": True}, error="")
 
     @classmethod
+    def taken(cls) -> QuerySet[Self]:
+        """Taken by a worker and unanswered: being worked on, or left by a worker that died."""
+        return cls.unanswered().filter(started_at__isnull=False)
+
+    @classmethod
     def stalled(cls) -> QuerySet[Self]:
         """Taken and unanswered, its worker's last sign of life (``last_seen_at``, as
         ``last_sign`` for ordering) older than three heartbeats: the worker died."""
-        taken = cls.unanswered().filter(started_at__isnull=False)
         last_sign = Coalesce("heartbeat_at", "started_at")
-        stalled: QuerySet[Self] = taken.alias(last_sign=last_sign).filter(
-            last_sign__lt=Now() - stale_after()
+        stalled: QuerySet[Self] = (
+            cls.taken().alias(last_sign=last_sign).filter(last_sign__lt=Now() - stale_after())
         )
         return stalled
 
@@ -145,7 +149,7 @@ def jobs_recover(model: type[InteractiveJob], *, task_name: str, doing: str) -> 
         else:
             enqueue_on_commit(task_name, job_id)
             recovery.sent.append(job_id)
-    recovery.next_check_in = time_until_stale(model.unanswered().filter(started_at__isnull=False))
+    recovery.next_check_in = time_until_stale(model.taken())
     if recovery.sent or recovery.failed:
         kind = model._meta.verbose_name_plural
         logger.info(
