@@ -20,7 +20,7 @@ a critique) is never shown.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -60,33 +60,45 @@ def student_view(
 ) -> list[ViewMessage]:
     """The student's view of a dialogue (see the module docstring), each message with the turn
     it shows."""
-    view = [ViewMessage(Message("system", system))] if system else []
-    if not sharded:
-        view.append(ViewMessage(Message("user", task_prompt)))
-    for index, turn in enumerate(turns):
-        speaks_as_student = turn.role == "student" and not is_critique(turn)
-        view.append(
-            ViewMessage(Message("assistant" if speaks_as_student else "user", turn.text), index)
-        )
-    if instruction:
-        view.append(ViewMessage(Message("user", instruction)))
+    view = [ViewMessage(message) for message in _opening(system, task_prompt, sharded)]
+    view.extend(ViewMessage(_shown(turn), index) for index, turn in enumerate(turns))
+    view.extend(ViewMessage(message) for message in _closing(instruction))
     return view
 
 
-def student_messages(
-    *,
-    system: str,
-    task_prompt: str,
-    sharded: bool,
-    turns: Iterable[Turn],
-    instruction: str = "",
-) -> tuple[Message, ...]:
-    """The student's view as plain messages (what a student backend is sent)."""
-    view = student_view(
-        system=system,
-        task_prompt=task_prompt,
-        sharded=sharded,
-        turns=turns,
-        instruction=instruction,
-    )
-    return tuple(shown.message for shown in view)
+class StudentMessages:
+    """One dialogue's student view as plain messages (what a student backend is sent), kept as
+    its turns are added: the engine asks for the view every round, and each turn's message is
+    made once rather than once a round. The same messages as ``student_view``'s."""
+
+    def __init__(self, *, system: str, task_prompt: str, sharded: bool) -> None:
+        self._opening = _opening(system, task_prompt, sharded)
+        self._turns: list[Message] = []
+
+    def of(self, turns: Sequence[Turn], *, instruction: str = "") -> tuple[Message, ...]:
+        """The view of ``turns``: those seen in an earlier call, then any added since (a
+        dialogue's turns are only ever appended)."""
+        if len(turns) < len(self._turns):
+            raise ValueError(
+                f"{len(turns)} turns after {len(self._turns)}: a dialogue's turns are only "
+                "ever appended"
+            )
+        self._turns.extend(_shown(turn) for turn in turns[len(self._turns) :])
+        return (*self._opening, *self._turns, *_closing(instruction))
+
+
+def _opening(system: str, task_prompt: str, sharded: bool) -> tuple[Message, ...]:
+    """What comes before the turns: the system prompt, then the task (sharded: none)."""
+    system_prompt = (Message("system", system),) if system else ()
+    return system_prompt if sharded else (*system_prompt, Message("user", task_prompt))
+
+
+def _shown(turn: Turn) -> Message:
+    """A turn as the student sees it: its own replies as "assistant", all else as "user"."""
+    speaks_as_student = turn.role == "student" and not is_critique(turn)
+    return Message("assistant" if speaks_as_student else "user", turn.text)
+
+
+def _closing(instruction: str) -> tuple[Message, ...]:
+    """What comes after the turns: the instruction for this call, when given."""
+    return (Message("user", instruction),) if instruction else ()

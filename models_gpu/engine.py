@@ -74,7 +74,7 @@ from models_gpu.backends.human import Person
 from models_gpu.backends.scripted import ScriptedGenerator
 from models_gpu.backends.shard_revealer import shard_revealer_reply
 from models_gpu.classify import StudentTurnKind
-from models_gpu.conversation import student_messages
+from models_gpu.conversation import StudentMessages
 from models_gpu.leak import LeakReference
 from models_gpu.spec.protocol import ProtocolSpec, protocol_problems
 from models_gpu.spec.templates import render_for_dialogue, resolve_templates
@@ -157,6 +157,10 @@ class _Dialogue:
     # Each template as rendered for this dialogue (its values never change), so that a round
     # does not render the system prompts of every dialogue again.
     rendered: dict[str, str] = field(default_factory=dict)
+    # What the student and whoever answers it see of the turns, each turn's message made once:
+    # every round asks for the views again, and turns are only ever appended.
+    student_view: StudentMessages | None = None
+    answerer_view: list[Message] = field(default_factory=list)
 
     @classmethod
     def continuing(
@@ -210,36 +214,35 @@ class _Dialogue:
         """The student's view (``models_gpu.conversation``, shared with training): the public
         conversation, the student's replies as "assistant". ``instruction`` is appended as a
         last user message for this call only (the critique request)."""
-        messages = student_messages(
-            system=self.template("student_system"),
-            task_prompt=self.task.prompt,
-            sharded=sharded,
-            turns=self.turns,
-            instruction=instruction,
-        )
+        if self.student_view is None:
+            self.student_view = StudentMessages(
+                system=self.template("student_system"),
+                task_prompt=self.task.prompt,
+                sharded=sharded,
+            )
+        messages = self.student_view.of(self.turns, instruction=instruction)
         return GenerationRequest(messages=messages, seed=self.job.seed)
 
     def teacher_request(self, protocol: ProtocolSpec) -> GenerationRequest:
         # The teacher posed the task, so from its side the task and its feedback are its own
         # ("assistant") and the student's replies come from the "user".
-        messages = self._system("teacher_system")
-        messages.append(Message("assistant", self.task.prompt))
-        for turn in self.turns:
-            messages.append(Message("user" if turn.role == "student" else "assistant", turn.text))
+        messages = (
+            *self._system("teacher_system"),
+            Message("assistant", self.task.prompt),
+            *self._answerer_turns(),
+        )
         return GenerationRequest(
-            messages=tuple(messages),
+            messages=messages,
             seed=self.job.seed,
             private_context=self._teacher_private_context(protocol),
         )
 
     def simulator_request(self) -> GenerationRequest:
         # The simulator plays the user: its own (user) turns are "assistant" from its side.
-        messages = self._system("user_simulator_system")
-        for turn in self.turns:
-            messages.append(Message("user" if turn.role == "student" else "assistant", turn.text))
+        messages = (*self._system("user_simulator_system"), *self._answerer_turns())
         unrevealed = list(self.task.shards[self.shards_revealed :])
         return GenerationRequest(
-            messages=tuple(messages),
+            messages=messages,
             seed=self.job.seed,
             private_context={
                 "unrevealed_shards": unrevealed,
@@ -247,9 +250,19 @@ class _Dialogue:
             },
         )
 
-    def _system(self, template_name: str) -> list[Message]:
+    def _system(self, template_name: str) -> tuple[Message, ...]:
         prompt = self.template(template_name)
-        return [Message("system", prompt)] if prompt else []
+        return (Message("system", prompt),) if prompt else ()
+
+    def _answerer_turns(self) -> list[Message]:
+        """The turns as whoever answers the student (teacher, user simulator) sees them: the
+        student's replies come from the "user", everything else is its own side's."""
+        seen = self.answerer_view
+        seen.extend(
+            Message("user" if turn.role == "student" else "assistant", turn.text)
+            for turn in self.turns[len(seen) :]
+        )
+        return seen
 
     def _teacher_private_context(self, protocol: ProtocolSpec) -> dict[str, Any]:
         verdict = self.turns[-1].verdict

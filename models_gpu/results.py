@@ -19,14 +19,19 @@ def storable(value: Any) -> Any:
     Model output is arbitrary text, and a model (an untrained one readily) can emit NUL, which
     PostgreSQL refuses in text and JSON columns: one such reply would fail the whole run.
     """
-    if value is None or type(value) in _SCALARS:  # most values: skip the slow checks below
-        return value
-    if isinstance(value, str):
+    kind = type(value)
+    # Exact types first: nearly every value is one, and an isinstance check against the
+    # ``Mapping`` ABC costs more than the rest of the walk.
+    if kind is str:
         return value.replace("\x00", "\ufffd") if "\x00" in value else value
-    if isinstance(value, Mapping):
+    if value is None or kind in _SCALARS:
+        return value
+    if kind is dict or isinstance(value, Mapping):
         return {storable(key): storable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
+    if kind is list or kind is tuple or isinstance(value, list | tuple):
         return [storable(item) for item in value]
+    if isinstance(value, str):  # a str subclass
+        return storable(str(value))
     return value
 
 

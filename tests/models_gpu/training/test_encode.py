@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from models_gpu.conversation import student_messages
+from models_gpu.conversation import StudentMessages
 from models_gpu.spec.templates import DEFAULT_TEMPLATES
 from models_gpu.training.encode import (
     IGNORE_INDEX,
@@ -51,7 +51,7 @@ def test_sft_trains_the_student_turns_and_their_end_token_only(tiny_tokenizer: A
     assert encoded.trained_tokens == sum(label != IGNORE_INDEX for label in encoded.labels)
     assert not encoded.truncated
     # The input is exactly the student's view at play time, rendered by the chat template.
-    view = student_messages(system=SYSTEM, task_prompt=TASK, sharded=False, turns=dialogue.turns)
+    view = StudentMessages(system=SYSTEM, task_prompt=TASK, sharded=False).of(dialogue.turns)
     rendered = tiny_tokenizer.apply_chat_template(
         [{"role": m.role, "content": m.content} for m in view], tokenize=True, return_dict=True
     )["input_ids"]
