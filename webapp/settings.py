@@ -317,6 +317,9 @@ DIALAB_WORKER_INSPECT_CACHE_SECONDS = env_int("DIALAB_WORKER_INSPECT_CACHE_SECON
 
 # How often a running job records that it is alive (the run page and a sweeper read it).
 DIALAB_HEARTBEAT_SECONDS = env_int("DIALAB_HEARTBEAT_SECONDS", 5, minimum=1)
+# How often every worker sweeps for the work of workers that died (workers.recovery); 0: only
+# when a worker starts, and by `manage.py resume_stale_runs`.
+DIALAB_RECOVERY_SWEEP_SECONDS = env_int("DIALAB_RECOVERY_SWEEP_SECONDS", 30, minimum=0)
 # People in the dialogue: a turn left unanswered this long ends its dialogue ("no_answer"); a
 # person who opened a turn holds it (no one else can answer) this long after their last keystroke.
 DIALAB_PERSON_TURN_TIMEOUT_SECONDS = env_int(

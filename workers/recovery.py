@@ -24,6 +24,11 @@ interactive job no worker has taken (``resend_interactive_jobs``).
 The sweeps also end the dialogues whose turn waited for a person past its deadline
 (``webapp.people.services.pending_expire``; an inbox that opens does it too).
 
+Every worker also keeps sweeping while it lives, every ``DIALAB_RECOVERY_SWEEP_SECONDS``
+(``watch``): a worker lost while others run has its work sent again by them within that long of
+its heartbeat going stale, not only once some worker starts. Each sweep is a few indexed queries,
+and several workers sweeping at once send a job twice at worst, which its claim makes harmless.
+
 A worker, and each pool process it starts in place of one that died, also kills the code
 sandboxes a killed worker left waiting forever (``models_gpu.sandbox.orphans``).
 """
@@ -39,6 +44,7 @@ from datetime import timedelta
 from typing import Any
 
 from celery.signals import worker_process_init, worker_ready
+from django.conf import settings
 from django.db import DatabaseError, connection
 
 from webapp.celery import app
@@ -124,6 +130,15 @@ def expire_person_turns() -> int:
     return pending_expire()
 
 
+def sweep(*, all_queued: bool = False) -> None:
+    """Everything a sweep sends again or ends: imports, Try it checks and previews, people's
+    turns past their deadline, runs."""
+    recover_imports()
+    recover_interactive_jobs()
+    expire_person_turns()
+    recover_runs(all_queued=all_queued)
+
+
 def recover_on_start(*, follow_up: bool = True) -> threading.Timer | None:
     """The sweep a starting worker makes; returns the follow-up timer when one was set."""
     recover_imports()
@@ -176,9 +191,7 @@ def _follow_up(
     try:
         if release is not None:
             release()
-        recover_imports()
-        recover_interactive_jobs()
-        recover_runs(all_queued=all_queued)
+        sweep(all_queued=all_queued)
     except DatabaseError:
         if retries > 0:
             logger.warning("recovery sweep: the database does not answer yet; trying again")
@@ -213,10 +226,40 @@ def sweep_once_stale(*, queue: str | None = None) -> None:
 @app.task(name="workers.recovery.resume_stale_runs")
 def resume_stale_runs() -> None:
     """The sweep as a job: what ``check_again_later`` schedules."""
-    recover_imports()
-    recover_interactive_jobs()
-    expire_person_turns()
-    recover_runs()
+    sweep()
+
+
+class Watch:
+    """A daemon thread that sweeps every ``every`` until stopped (or its process ends)."""
+
+    def __init__(self, every: timedelta) -> None:
+        self.every = every
+        self._stopped = threading.Event()
+        self.thread = threading.Thread(target=self._keep_watching, name="dialab-recovery-watch")
+        self.thread.daemon = True
+        self.thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self.thread.join()
+
+    def _keep_watching(self) -> None:
+        while not self._stopped.wait(self.every.total_seconds()):
+            try:
+                sweep()
+            except DatabaseError:  # the next turn tries again; jobs that lost it say so
+                logger.warning("recovery watch: the database does not answer; trying again")
+            except Exception:
+                logger.exception("recovery watch: the sweep failed")
+            finally:
+                with contextlib.suppress(DatabaseError):
+                    connection.close()  # the thread's own connection, not held between turns
+
+
+def watch() -> Watch | None:
+    """This worker's watch (``DIALAB_RECOVERY_SWEEP_SECONDS``; None when that is 0)."""
+    seconds = settings.DIALAB_RECOVERY_SWEEP_SECONDS
+    return Watch(timedelta(seconds=seconds)) if seconds else None
 
 
 @worker_ready.connect
@@ -226,6 +269,7 @@ def _on_worker_ready(**_: Any) -> None:
         recover_on_start()
     except Exception:  # a worker still starts when the sweep cannot run (database down)
         logger.exception("recovery sweep at worker start failed")
+    watch()
 
 
 @worker_process_init.connect

@@ -1,5 +1,6 @@
 """A worker killed with SIGKILL in the middle of a run: a new worker resumes the run and plays
-only what is missing, so the run ends with every (task, sample) exactly once. Killed in the
+only what is missing, so the run ends with every (task, sample) exactly once; so does a worker
+already running, when one dies beside it. Killed in the
 middle of an import, the next worker imports it again: one task set, every task once. Killed
 while checking an author's Try it, the next worker checks it."""
 
@@ -89,12 +90,7 @@ def test_a_killed_worker_s_run_is_resumed_without_duplicates_or_gaps(
     assert run.attempts == 2, "claimed once by each worker"
     assert "resumed (attempt 2" in second.output()
 
-    pairs = list(Dialogue.objects.filter(run=run).values_list("task_id", "sample_index"))
-    every_pair = {(task_id, sample) for task_id in run.task_set.tasks.values_list("pk", flat=True)
-                  for sample in range(SAMPLES)}  # fmt: skip
-    assert len(pairs) == total, "exactly tasks x samples dialogues"
-    assert len(set(pairs)) == total, "no (task, sample) twice"
-    assert set(pairs) == every_pair, "no gaps"
+    assert_every_pair_once(run)
     assert kept <= set(Dialogue.objects.filter(run=run).values_list("pk", flat=True)), (
         "what the first worker stored is kept, not played again"
     )
@@ -102,6 +98,44 @@ def test_a_killed_worker_s_run_is_resumed_without_duplicates_or_gaps(
     # The second worker played only what was missing.
     assert run.accounting["dialogues"] == total - len(kept)
     print(f"resumed and finished {time.monotonic() - killed_at:.1f} s after the kill")
+
+
+def assert_every_pair_once(run: Run) -> None:
+    total = TASKS * SAMPLES
+    pairs = list(Dialogue.objects.filter(run=run).values_list("task_id", "sample_index"))
+    every_pair = {(task_id, sample) for task_id in run.task_set.tasks.values_list("pk", flat=True)
+                  for sample in range(SAMPLES)}  # fmt: skip
+    assert len(pairs) == total, "exactly tasks x samples dialogues"
+    assert len(set(pairs)) == total, "no (task, sample) twice"
+    assert set(pairs) == every_pair, "no gaps"
+
+
+def test_a_worker_that_dies_while_another_runs_is_taken_up_by_that_one(
+    start_worker, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """No worker starts after the kill: the idle worker, already running, finds the run's
+    heartbeat stopped in one of the sweeps it makes every DIALAB_RECOVERY_SWEEP_SECONDS, and
+    plays what is missing. Its start sweep's one follow-up is over before the kill, so only the
+    watch can be what resumed the run."""
+    monkeypatch.setenv("DIALAB_HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
+    monkeypatch.setenv("DIALAB_RECOVERY_SWEEP_SECONDS", "2")
+    playing = start_worker()
+    run = slow_run(batch_size=2, delay_ms=300)  # about 30 s: time for the idle one to settle
+    wait_until(lambda: Dialogue.objects.filter(run=run).exists(), timeout=60)
+    idle = start_worker()
+    follow_up_over = time.monotonic() + 3 * HEARTBEAT_SECONDS + 3
+    time.sleep(max(0.0, follow_up_over - time.monotonic()))
+    kill_worker(playing)
+    run.refresh_from_db()
+    assert run.status == Run.Status.RUNNING and run.attempts == 1, "killed too late"
+    killed_at = time.monotonic()
+
+    wait_until(lambda: Run.objects.get(pk=run.pk).is_finished, timeout=120, message=idle.output)
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCEEDED, run.error + idle.output()
+    assert run.attempts == 2, "claimed once by each worker"
+    assert_every_pair_once(run)
+    print(f"taken up and finished {time.monotonic() - killed_at:.1f} s after the kill")
 
 
 def test_a_killed_worker_s_import_is_done_again_by_the_next_worker(

@@ -406,3 +406,17 @@ def test_a_check_that_wore_out_its_workers_is_failed_when_celery_hands_it_back(
     probe.refresh_from_db()
     assert (probe.verdict, probe.attempts) == (None, 3)
     assert probe.error.startswith("The worker checking this answer stopped 3 times")
+
+
+def test_a_worker_keeps_no_watch_when_the_sweep_interval_is_zero(settings) -> None:  # type: ignore[no-untyped-def]
+    """The watch itself, a live worker taking up a dead one's run, is tested with real workers
+    in tests/e2e/test_worker_resume.py."""
+    from workers.recovery import watch
+
+    settings.DIALAB_RECOVERY_SWEEP_SECONDS = 0
+    assert watch() is None
+    settings.DIALAB_RECOVERY_SWEEP_SECONDS = 3600
+    running = watch()
+    assert running is not None and running.thread.is_alive()
+    running.stop()
+    assert not running.thread.is_alive()
