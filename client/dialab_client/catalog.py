@@ -32,7 +32,8 @@ class TaskSets:
 
     def list(self, query: str = "") -> builtins.list[TaskSet]:
         """Every task set, newest first (``query`` searches names and descriptions)."""
-        return [TaskSet.parse(s) for s in self.lab.pages("/task-sets", {"q": query})]
+        walked = [TaskSet.parse(s) for s in self.lab.pages("/task-sets", {"q": query})]
+        return walked[::-1]  # walked in id order: the oldest first
 
     def get(self, task_set_id: int) -> TaskSet:
         """One set, with its versions."""
@@ -44,7 +45,14 @@ class TaskSets:
 
     def tasks(self, task_set_id: int, query: str = "") -> Iterator[Task]:
         """The set's tasks in order, with their private references."""
-        for task in self.lab.pages(f"/task-sets/{task_set_id}/tasks", {"q": query}):
+        tasks = self.lab.pages(
+            f"/task-sets/{task_set_id}/tasks",
+            {"q": query},
+            key="position",
+            after="after_position",
+            start=-1,
+        )
+        for task in tasks:
             yield parse_one(Task, task)
 
     def add(self, task_set_id: int, tasks: Iterable[Mapping[str, Any]]) -> TasksAdded:

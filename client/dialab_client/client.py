@@ -67,26 +67,26 @@ class Dialab:
             raise DialabError(response.status_code, body.get("detail"), body.get("problems"))
         return response.json()
 
-    def pages(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[Any]:
-        """Every item of a list endpoint that pages by ``offset`` and ``limit``, each once.
-        These lists put the newest first, so an item added while they are read (a run
-        launched meanwhile) pushes the rest one place down, and the next page starts with an
-        item already read: it is dropped by its id. (The new item itself is not read: it came
-        before the offset.)"""
-        offset = 0
-        seen: set[Any] = set()
+    def pages(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        key: str = "id",
+        after: str = "after",
+        start: int = 0,
+    ) -> Iterator[Any]:
+        """Every item of a list endpoint, walked in ``key`` order: each page asks for the
+        items after the last ``key`` read (the ``after`` parameter; ``start`` begins). Unlike
+        pages by offset, which move when an item before them is added or deleted, a walk
+        reads every item there throughout exactly once."""
+        last = start
         while True:
-            page = self.request(
-                "GET", path, params={**(params or {}), "offset": offset, "limit": PAGE}
-            )
-            for item in page:
-                key = item.get("id")
-                if key is None or key not in seen:
-                    seen.add(key)
-                    yield item
+            page = self.request("GET", path, params={**(params or {}), after: last, "limit": PAGE})
+            yield from page
             if len(page) < PAGE:
                 return
-            offset += len(page)
+            last = page[-1][key]
 
     def me(self) -> Me:
         return parse_me(self.request("GET", "/me"))
@@ -108,7 +108,8 @@ class Runs:
     def list(self, *, kind: str | None = None, status: str | None = None) -> builtins.list[Run]:
         """Every run (newest first), of one ``kind`` (eval, train, generate) or ``status``."""
         params = {name: value for name, value in (("kind", kind), ("status", status)) if value}
-        return [Run.parse(run) for run in self.lab.pages("/runs", params)]
+        walked = [Run.parse(run) for run in self.lab.pages("/runs", params)]
+        return walked[::-1]  # walked in id order: the oldest first
 
     def get(self, run_id: int) -> Run:
         return Run.parse(self.lab.request("GET", f"/runs/{run_id}"))

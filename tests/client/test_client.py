@@ -101,11 +101,12 @@ def test_wait_returns_when_every_run_has_finished(world: dict[str, Any]) -> None
         lab(world).runs.wait(first.pk, poll_seconds=0.1, timeout=0.3)
 
 
-def test_a_run_launched_while_runs_are_listed_repeats_none(
+def test_runs_listed_while_others_come_and_go_are_each_read_once(
     world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Runs come newest first, a page of offset and limit at a time: a run launched between
-    two pages pushes the others one place down, and the next page's first run was read."""
+    """The client walks a list in id order, each page after the last id read: a run deleted
+    between two pages does not push the next one out of reach (as an offset would), and a run
+    launched meanwhile is read at the end."""
     import dialab_client.client
 
     from tests.transcript_builders import make_run
@@ -113,14 +114,35 @@ def test_a_run_launched_while_runs_are_listed_repeats_none(
     monkeypatch.setattr(dialab_client.client, "PAGE", 2)
     for name in ("third", "fourth", "fifth"):
         make_run(name, world["first"].task_set)
-    before = list(Run.objects.order_by("-created_at", "-pk").values_list("pk", flat=True))
+    before = list(Run.objects.order_by("pk").values_list("pk", flat=True))
     client = lab(world)
     listing = client.pages("/runs")
     read = [next(listing)["id"], next(listing)["id"]]
-    make_run("launched meanwhile", world["first"].task_set)
+    Run.objects.filter(pk=before[0]).delete()
+    launched = make_run("launched meanwhile", world["first"].task_set)
     read += [run["id"] for run in listing]
-    assert read == before, "each run once, in order; the new one came before the offset"
-    assert len(client.runs.list()) == len(before) + 1
+    assert read == [*before, launched.pk], "each run once, none skipped"
+    newest_first = [run.id for run in client.runs.list()]
+    assert newest_first == [launched.pk, *before[:0:-1]]
+
+
+def test_a_task_set_s_tasks_are_walked_by_position(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dialab_client.client
+
+    from tests.factories import TaskFactory, TaskSetFactory
+
+    monkeypatch.setattr(dialab_client.client, "PAGE", 2)
+    task_set = TaskSetFactory()
+    for position in (0, 1, 2, 5, 7):
+        TaskFactory(task_set=task_set, position=position)
+    positions = list(task_set.tasks.order_by("position").values_list("position", flat=True))
+    walk = lab(world).task_sets.tasks(task_set.pk)
+    read = [next(walk).position, next(walk).position]
+    task_set.tasks.filter(position=positions[0]).delete()
+    read += [task.position for task in walk]
+    assert read == positions
 
 
 def test_the_cli_lists_waits_and_prints_figures(world: dict[str, Any], capsys: Any) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
 from django import forms
+from django.db.models import QuerySet
 from ninja import Schema, Status
 from pydantic import Field
 
@@ -18,11 +19,30 @@ MAX_LIMIT = 500
 MAX_ROW_ID = 2**63 - 1
 Id = Annotated[int, Field(ge=1, le=MAX_ROW_ID)]
 Offset = Annotated[int, Field(ge=0, le=MAX_ROW_ID - MAX_LIMIT)]
+# Where a walk through a list goes on: the id of the last row read (0 starts it), or for a task
+# set's tasks, the last position read (-1 starts it).
+After = Annotated[int | None, Field(ge=0, le=MAX_ROW_ID)]
+AfterPosition = Annotated[int | None, Field(ge=-1, le=MAX_ROW_ID)]
 
 
 def bounded(limit: int) -> int:
     """A page size between 1 and MAX_LIMIT."""
     return max(1, min(limit, MAX_LIMIT))
+
+
+def list_page(
+    rows: QuerySet[Any], *, limit: int, offset: int, after: int | None, key: str = "pk"
+) -> QuerySet[Any] | Status[Refused]:
+    """One page of ``rows``: by ``offset``, in their own order; or, given ``after``, the next
+    page of a walk in ``key`` order (a unique column) from the first row above ``after``. A
+    program reading a whole list walks it: each row there throughout is read exactly once,
+    whatever is added or deleted meanwhile, where an offset moves when a row before it goes."""
+    if after is None:
+        return rows[offset : offset + bounded(limit)]
+    if offset:
+        problem = "A walk (after=) goes on from after, not from an offset: leave offset out."
+        return refused("offset and after do not go together.", {"offset": [problem]})
+    return rows.filter(**{f"{key}__gt": after}).order_by(key)[: bounded(limit)]
 
 
 class Refused(Schema):

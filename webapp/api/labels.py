@@ -22,7 +22,7 @@ from webapp.accounts.models import User
 from webapp.annotations import selectors, services
 from webapp.annotations.models import Annotation, LabelQuestion, LabelQueue, QueueAssignment
 from webapp.api.auth import log_write
-from webapp.api.common import Id, Offset, Refused, bounded, refused
+from webapp.api.common import After, Id, Offset, Refused, list_page, refused
 
 router = Router(tags=["labels"])
 
@@ -241,16 +241,19 @@ def skip_item(request: HttpRequest, item_id: Id, body: SkipIn) -> Status[Any]:
     return Status(200, _item_out(item))
 
 
-@router.get("", response=list[LabelOut], summary="Labels given")
+@router.get("", response={200: list[LabelOut], 422: Refused}, summary="Labels given")
 def list_labels(
     request: HttpRequest,
     queue: Id | None = None,
     dialogue: Id | None = None,
     limit: int = 100,
     offset: Offset = 0,
-) -> list[LabelOut]:
+    after: After = None,
+) -> Any:
     """A researcher reads the labels annotators gave (submitted answers, as agreement and the
-    exports count them); an annotator her own answers, drafts included (``is_draft``)."""
+    exports count them); an annotator her own answers, drafts included (``is_draft``). In id
+    order; ``after``: the next page of a walk, from the first id above it (0 starts), which
+    reads each label once even while others are deleted."""
     user = _user(request)
     labels = (
         selectors.given_labels() if user.is_researcher else Annotation.objects.filter(author=user)
@@ -262,6 +265,9 @@ def list_labels(
     if dialogue is not None:
         labels = labels.filter(dialogue_id=dialogue)
     labels = labels.select_related("question__schema", "author", "turn").order_by("pk")
+    page = list_page(labels, limit=limit, offset=offset, after=after)
+    if isinstance(page, Status):
+        return page
     return [
         LabelOut(
             id=label.pk,
@@ -275,5 +281,5 @@ def list_labels(
             source=label.source,
             updated_at=label.updated_at,
         )
-        for label in labels[offset : offset + bounded(limit)]
+        for label in page
     ]

@@ -16,13 +16,14 @@ from models_gpu.spec.training import TRAINING_SETTINGS
 from webapp.accounts.models import User
 from webapp.api.auth import RESEARCHERS, log_write
 from webapp.api.common import (
+    After,
     Id,
     Offset,
     Refused,
     SettingOut,
-    bounded,
     filled_in,
     form_refused,
+    list_page,
     refused,
     setting_out,
     unknown_names,
@@ -102,20 +103,25 @@ def _run_out(run: Run) -> RunOut:
     )
 
 
-@router.get("", response=list[RunOut], summary="Runs, newest first")
+@router.get("", response={200: list[RunOut], 422: Refused}, summary="Runs, newest first")
 def list_runs(
     request: HttpRequest,
     kind: Run.Kind | None = None,
     status: Run.Status | None = None,
     limit: int = 100,
     offset: Offset = 0,
-) -> list[RunOut]:
+    after: After = None,
+) -> Any:
+    """``after``: walk the runs in id order instead, from the first id above it (0 starts;
+    the next page goes on after the last id read): each run is read once, whatever is launched
+    or deleted meanwhile."""
     runs = selectors.run_list().order_by("-created_at", "-pk")  # one order, page after page
     if kind:
         runs = runs.filter(kind=kind)
     if status:
         runs = runs.filter(status=status)
-    return [_run_out(run) for run in runs[offset : offset + bounded(limit)]]
+    page = list_page(runs, limit=limit, offset=offset, after=after)
+    return page if isinstance(page, Status) else [_run_out(run) for run in page]
 
 
 @router.post(

@@ -22,13 +22,15 @@ from ninja import File, Form, Router, Schema, Status, UploadedFile
 from models_gpu.spec.generators import FAMILIES
 from webapp.api.auth import RESEARCHERS, log_write
 from webapp.api.common import (
+    After,
+    AfterPosition,
     Id,
     Offset,
     Refused,
     SettingOut,
-    bounded,
     filled_in,
     form_refused,
+    list_page,
     refused,
     setting_out,
     unknown_names,
@@ -41,7 +43,7 @@ from webapp.tasks.imports import services as imports
 from webapp.tasks.imports.errors import TaskImportError
 from webapp.tasks.imports.forms import ImportStartForm, MappingForm
 from webapp.tasks.imports.mapping import MAPPABLE_FIELDS, build_dialab_task
-from webapp.tasks.models import Task, TaskImport, TaskSet
+from webapp.tasks.models import TaskImport, TaskSet
 
 router = Router(tags=["task sets"], auth=RESEARCHERS)
 MAX_TASKS_PER_REQUEST = 10_000
@@ -170,13 +172,17 @@ def _import_out(task_import: TaskImport) -> ImportOut:
     )
 
 
-@router.get("", response=list[TaskSetOut], summary="Task sets, newest first")
+@router.get("", response={200: list[TaskSetOut], 422: Refused}, summary="Task sets, newest first")
 def list_task_sets(
-    request: HttpRequest, q: str = "", limit: int = 100, offset: Offset = 0
-) -> list[TaskSetOut]:
-    """As the task sets page lists them; ``q`` searches their names and descriptions."""
-    found = selectors.task_set_list(query=q.strip())[offset : offset + bounded(limit)]
-    return [_task_set_out(s, s.task_count) for s in found]  # type: ignore[attr-defined]
+    request: HttpRequest, q: str = "", limit: int = 100, offset: Offset = 0, after: After = None
+) -> Any:
+    """As the task sets page lists them; ``q`` searches their names and descriptions.
+    ``after``: walk them in id order instead, from the first id above it (0 starts)."""
+    found = selectors.task_set_list(query=q.strip())
+    page = list_page(found, limit=limit, offset=offset, after=after)
+    if isinstance(page, Status):
+        return page
+    return [_task_set_out(s, s.task_count) for s in page]
 
 
 @router.post("", response={201: TaskSetOut, 422: Refused}, summary="Create an empty task set")
@@ -334,15 +340,26 @@ def get_task_set(request: HttpRequest, task_set_id: Id) -> TaskSetDetail:
     )
 
 
-@router.get("/{task_set_id}/tasks", response=list[TaskOut], summary="A task set's tasks, in order")
+@router.get(
+    "/{task_set_id}/tasks",
+    response={200: list[TaskOut], 422: Refused},
+    summary="A task set's tasks, in order",
+)
 def list_tasks(
-    request: HttpRequest, task_set_id: Id, q: str = "", limit: int = 100, offset: Offset = 0
-) -> list[Task]:
-    """With their private references: the task pages show them to researchers."""
+    request: HttpRequest,
+    task_set_id: Id,
+    q: str = "",
+    limit: int = 100,
+    offset: Offset = 0,
+    after_position: AfterPosition = None,
+) -> Any:
+    """With their private references: the task pages show them to researchers.
+    ``after_position``: walk the tasks instead, from the first position above it (-1 starts;
+    positions are unique in a set, so the next page goes on after the last position read)."""
     task_set = get_object_or_404(TaskSet, pk=task_set_id)
-    return list(
-        selectors.task_list(task_set=task_set, query=q.strip())[offset : offset + bounded(limit)]
-    )
+    tasks = selectors.task_list(task_set=task_set, query=q.strip())
+    page = list_page(tasks, limit=limit, offset=offset, after=after_position, key="position")
+    return page if isinstance(page, Status) else list(page)
 
 
 @router.post(

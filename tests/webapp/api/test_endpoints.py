@@ -189,6 +189,55 @@ def test_a_walk_says_it_ignores_the_page_and_the_sort(world: dict[str, Any]) -> 
     assert numbered["next_after"] is None and numbered["has_next"] is False
 
 
+@pytest.mark.parametrize(
+    ("path", "after"),
+    [
+        ("/runs", "after"),
+        ("/task-sets", "after"),
+        ("/labels", "after"),
+        ("/tasks", "after_position"),
+    ],
+)
+def test_every_list_walks_from_where_it_was_left_and_refuses_an_offset_with_it(
+    world: dict[str, Any], path: str, after: str
+) -> None:
+    from tests.factories import TaskSetFactory, UserFactory
+    from webapp.annotations.models import Annotation, LabelQuestion
+    from webapp.annotations.selectors import given_labels
+    from webapp.runs.models import Run
+    from webapp.tasks.models import TaskSet
+
+    TaskSetFactory()  # the world has one; a walk of one row would show little
+    question = LabelQuestion.objects.create(
+        schema=world["queue"].schema, key="notes", text="Notes", kind="free_text",
+        target="dialogue",
+    )  # fmt: skip
+    for dialogue in world["first"].dialogues.all()[:2]:
+        Annotation.objects.create(
+            question=question, dialogue=dialogue, author=UserFactory(), value="clear"
+        )
+    key, start = "id", 0
+    if path == "/runs":
+        keys = Run.objects.values_list("pk", flat=True)
+    elif path == "/task-sets":
+        keys = TaskSet.objects.values_list("pk", flat=True)
+    elif path == "/labels":
+        keys = given_labels().values_list("pk", flat=True)
+    else:
+        task_set = world["first"].task_set
+        path = f"/task-sets/{task_set.pk}/tasks"
+        keys = task_set.tasks.values_list("position", flat=True)
+        key, start = "position", -1
+    walked = sorted(keys)
+    assert len(walked) >= 2, f"the world needs two rows of {path} to walk"
+    first = call(world, "researcher", "get", path, **{after: start, "limit": 1}).json()
+    rest = call(world, "researcher", "get", path, **{after: first[0][key]}).json()
+    assert [item[key] for item in first + rest] == walked
+    refused = call(world, "researcher", "get", path, **{after: start, "offset": 1})
+    assert refused.status_code == 422
+    assert "offset" in refused.json()["problems"]
+
+
 def test_a_dialogue_comes_with_its_turns(world: dict[str, Any]) -> None:
     hidden = world["hidden"]
     body = call(world, "researcher", "get", f"/dialogues/{hidden.pk}").json()
