@@ -90,12 +90,17 @@ class InteractiveJob(models.Model):
 
     def waiting_since(self) -> datetime | None:
         """Since when the job has waited for a worker: since it was sent while none has taken
-        it, or since its worker's last heartbeat once that is stale (the worker died; a worker
-        that starts takes it up). None while a live worker has it, and once it is done."""
-        if self.is_done:
-            return None
-        if self.started_at is None:
+        it, or since its worker's last heartbeat once that is stale (``worker_lost_at``). None
+        while a live worker has it, and once it is done."""
+        if not self.is_done and self.started_at is None:
             return self.created_at
+        return self.worker_lost_at()
+
+    def worker_lost_at(self) -> datetime | None:
+        """The last sign of life of the worker that took the job, once that is older than
+        three heartbeats (the worker died: a sweep sends the job again); else None."""
+        if self.is_done or self.started_at is None:
+            return None
         stale = timezone.now() - self.last_seen_at > stale_after()
         return self.last_seen_at if stale else None
 

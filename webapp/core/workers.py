@@ -61,13 +61,23 @@ INTERACTIVE_NOTICE_AFTER = timedelta(seconds=5)
 class InteractiveWait:
     """Why a job on the interactive queue has not started: ``workers`` serving the queue
     answered, all busy; none answered (a solo-pool worker busy with a long job cannot answer,
-    so "none" also reads as "busy or not running")."""
+    so "none" also reads as "busy or not running"). For a job whose worker died, ``lost_at``
+    is that worker's last sign of life, and ``worker_free`` says that a worker serving the queue
+    is free to take the job once a sweep sends it again (``workers`` is then empty)."""
 
     workers: tuple[WorkerSeen, ...]
+    lost_at: datetime | None = None
+    worker_free: bool = False
 
     @property
     def start_command(self) -> str:
         return queue_named(INTERACTIVE).start_command
+
+    @property
+    def resent_within(self) -> int:
+        """How long a lost job waits for a live worker's sweep, at most (0: no worker sweeps
+        while it runs)."""
+        return int(settings.DIALAB_RECOVERY_SWEEP_SECONDS)
 
 
 def interactive_wait(sent_at: datetime, *, now: datetime | None = None) -> InteractiveWait | None:
@@ -75,7 +85,7 @@ def interactive_wait(sent_at: datetime, *, now: datetime | None = None) -> Inter
     young or when a worker serving the queue is idle (it takes the job within seconds)."""
     if (now or timezone.now()) - sent_at < INTERACTIVE_NOTICE_AFTER:
         return None
-    serving = tuple(worker for worker in workers_online() if INTERACTIVE in worker.queues)
+    serving = _serving_interactive()
     if any(not worker.jobs for worker in serving):
         return None
     return InteractiveWait(serving)
@@ -83,9 +93,20 @@ def interactive_wait(sent_at: datetime, *, now: datetime | None = None) -> Inter
 
 def job_wait(job: InteractiveJob) -> InteractiveWait | None:
     """What a Try it check or a preview waits for: a worker to take it, or, once the worker
-    that took it stopped beating, one that starts and takes it up again."""
-    waiting_since = job.waiting_since()
-    return None if waiting_since is None else interactive_wait(waiting_since)
+    that took it stopped beating, a sweep that sends it again (the note says so even while a
+    worker is free: that worker takes it only once it is sent)."""
+    lost_at = job.worker_lost_at()
+    if lost_at is None:
+        waiting_since = job.waiting_since()
+        return None if waiting_since is None else interactive_wait(waiting_since)
+    serving = _serving_interactive()
+    if any(not worker.jobs for worker in serving):
+        return InteractiveWait((), lost_at=lost_at, worker_free=True)
+    return InteractiveWait(serving, lost_at=lost_at)
+
+
+def _serving_interactive() -> tuple[WorkerSeen, ...]:
+    return tuple(worker for worker in workers_online() if INTERACTIVE in worker.queues)
 
 
 def remembered_queues(hostname: str) -> tuple[str, ...]:

@@ -86,11 +86,19 @@ def test_a_waiting_preview_names_what_the_busy_worker_does(researcher_client, re
     page = researcher_client.get(reverse("training_preview_detail", args=[preview.pk]))
     assert 'id="interactive-wait"' not in page.content.decode()
 
-    # That worker died: its heartbeat stopped. The preview waits for a worker again.
+    # That worker died: its heartbeat stopped. The preview waits for a sweep to send it again,
+    # and the page says so even while another worker is free (it takes the preview only once
+    # the preview is sent again).
     TrainingPreview.objects.filter(pk=preview.pk).update(heartbeat_at=LONG_AGO - stale_after())
+    _answered(_interactive_worker())
+    text = researcher_client.get(reverse("training_preview_detail", args=[preview.pk])).content
+    assert "The worker that took this stopped answering" in text.decode()
+    assert "A running worker sends it again within 30 s" in text.decode()
+    assert "No interactive worker" not in text.decode() and "busy" not in text.decode()
     _answered()
-    page = researcher_client.get(reverse("training_preview_detail", args=[preview.pk]))
-    assert "No interactive worker has answered" in page.content.decode()
+    text = researcher_client.get(reverse("training_preview_detail", args=[preview.pk])).content
+    assert "stopped answering" in text.decode()
+    assert "No interactive worker has answered" in text.decode()
 
 
 def test_a_pending_import_says_why_it_has_not_started(researcher_client) -> None:  # type: ignore[no-untyped-def]
