@@ -120,7 +120,7 @@ def test_a_worker_that_dies_while_another_runs_is_taken_up_by_that_one(
     monkeypatch.setenv("DIALAB_HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
     monkeypatch.setenv("DIALAB_RECOVERY_SWEEP_SECONDS", "2")
     playing = start_worker()
-    run = slow_run(batch_size=2, delay_ms=300)  # about 30 s: time for the idle one to settle
+    run = slow_run(batch_size=2, delay_ms=400)  # about 40 s: time for the idle one to settle
     wait_until(lambda: Dialogue.objects.filter(run=run).exists(), timeout=60)
     idle = start_worker()
     follow_up_over = time.monotonic() + 3 * HEARTBEAT_SECONDS + 3
