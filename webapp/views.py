@@ -119,11 +119,16 @@ class HouseModel:
 
 
 def house_model() -> HouseModel | None:
-    """The house model once built and registered (None before, or once retired)."""
+    """The house model once built and registered (None before, or once retired), with its
+    evaluation: the first run that plays it as the student with nobody in the dialogue and did
+    not fail or stop (the demo's, launched as it was registered). Not the latest: a playground
+    chat or a run someone cancelled would then stand for what the model scored."""
     model = ModelSpec.objects.filter(name=HOUSE_MODEL_NAME, retired=False).first()
     if model is None:
         return None
-    run = model.student_runs.filter(kind=Run.Kind.EVAL).order_by("-pk").first()
+    evaluations = model.student_runs.filter(kind=Run.Kind.EVAL, people__isnull=True)
+    lost = (Run.Status.FAILED, Run.Status.CANCELLED)
+    run = evaluations.exclude(status__in=lost).order_by("pk").first()
     curve = runs_accuracy_by_turn(runs=[run])[run.pk] if run is not None else None
     return HouseModel(model, run, curve)
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from models_gpu.house.progress import BuildProgressFile
 from tests.config_builders import StoredKind, stored_training_run
-from tests.factories import TaskFactory, frozen_run
+from tests.factories import TaskFactory, UserFactory, frozen_run
 from tests.transcript_builders import attempt, store
 from webapp.demo.services import MINIATURE_RUN
 from webapp.models_registry.house import HOUSE_MODEL_NAME
@@ -123,6 +123,10 @@ def test_a_built_house_model_shows_what_its_evaluation_scored_and_links_it(
     task = TaskFactory(task_set=run.task_set)
     store(run, task.pk, 0, "a_first", [attempt("3", "3", True)])
     store(run, task.pk, 1, "a_late", [attempt("4", "4", False)])
+    # Runs after it do not take its place: a cancelled one, a playground chat (a person plays).
+    frozen_run(name="cancelled", student=house, status=Run.Status.CANCELLED)
+    chat = frozen_run(name="Playground: chat", student=house, status=Run.Status.WAITING)
+    chat.people.add(UserFactory())
     page = researcher_client.get(reverse("home")).content.decode()
     shown = page[
         page.index('id="house-model"') : page.index("</section>", page.index('id="house-model"'))

@@ -523,11 +523,9 @@ def run_metrics(*, run: Run) -> RunMetrics:
 
 
 def _pass_at_samples(run: Run, counts: dict[tuple[int, int], int]) -> PassAtK | None:
-    """pass@K, K the samples per task the run asked for (None for one sample a task)."""
-    samples = run.frozen_config.samples_per_task
-    if samples < 2:
-        return None
-    curve = pass_at_k_curve(counts, samples)
+    """pass@K, K the samples per task the run asked for (pass@1 for one sample a task, as the
+    run's page gives it); None before any task has all its samples counted."""
+    curve = pass_at_k_curve(counts, run.frozen_config.samples_per_task)
     return curve[-1] if curve else None
 
 
@@ -539,11 +537,8 @@ def run_summaries(*, runs: Sequence[Run]) -> dict[int, RunSummary]:
         return {}
     counted_runs = countings(runs=evaluations)
     counts = _turn_counts_by_run(list(counted_runs.values()))
-    several_samples = [
-        c for c in counted_runs.values()
-        if c.run.frozen_config.samples_per_task > 1 and c.counted.whole_dialogues
-    ]  # fmt: skip
-    pass_counts = _pass_at_k_counts_by_run(several_samples) if several_samples else {}
+    whole = [c for c in counted_runs.values() if c.counted.whole_dialogues]
+    pass_counts = _pass_at_k_counts_by_run(whole) if whole else {}
     summaries = {}
     for run in evaluations:
         counting = counted_runs[run.pk]

@@ -253,6 +253,8 @@ class CoreAgainstTheReference(TestCase):
 
         summary = selectors.run_summaries(runs=[run])[run.pk]
         assert as_fractions(summary.accuracy_by_turn) == curve, "the runs table agrees"
+        largest = metrics.pass_at_k[-1] if metrics.pass_at_k else None
+        assert summary.pass_at_k == largest, "its pass@K is the run page's, one sample or many"
 
     @PROPERTIES
     @given(simulated_runs(), st.data())
