@@ -59,14 +59,15 @@ def _axis_name(reference: str, letter: str) -> str:
 
 def _error_bounds(
     trace: Mapping[str, Any], ys: Sequence[float]
-) -> tuple[list[float], list[float]] | None:
+) -> tuple[list[float | None], list[float | None]] | None:
+    """Each point's interval from the trace's error bars (None for a point without one)."""
     error = trace.get("error_y") or {}
     above = _numbers(error.get("array"))
     if not above:
         return None
     below = _numbers(error.get("arrayminus")) or above
-    lows = [y - minus for y, minus in zip(ys, below, strict=True)]
-    highs = [y + plus for y, plus in zip(ys, above, strict=True)]
+    lows = [None if minus is None else y - minus for y, minus in zip(ys, below, strict=True)]
+    highs = [None if plus is None else y + plus for y, plus in zip(ys, above, strict=True)]
     return lows, highs
 
 
@@ -178,9 +179,9 @@ def draw(figure_json: Mapping[str, Any]) -> Figure:
         bounds = _error_bounds(trace, ys)
         if bounds:
             lows, highs = bounds
-            yerr = [
-                [y - low for y, low in zip(ys, lows, strict=True)],
-                [high - y for y, high in zip(ys, highs, strict=True)],
+            yerr = [  # no bar where a point has no interval
+                [0 if low is None else y - low for y, low in zip(ys, lows, strict=True)],
+                [0 if high is None else high - y for y, high in zip(ys, highs, strict=True)],
             ]
             axes.errorbar(
                 xs, ys, yerr=yerr, capsize=2, elinewidth=0.8, label=_legend_label(trace), **style

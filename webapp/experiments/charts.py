@@ -15,13 +15,22 @@ from webapp.runs.charts import COLOURS, LINE_CHART_LAYOUT
 
 
 def _error_bars(
-    values: Sequence[float], lows: Sequence[float], highs: Sequence[float], colour: str
+    values: Sequence[float],
+    lows: Sequence[float | None],
+    highs: Sequence[float | None],
+    colour: str,
 ) -> dict[str, Any]:
+    """Plotly's asymmetric error bars from the bounds; a point without an interval (None) gets
+    none, and none in the figure's CSV either."""
     return {
         "type": "data",
         "symmetric": False,
-        "array": [high - value for value, high in zip(values, highs, strict=True)],
-        "arrayminus": [value - low for value, low in zip(values, lows, strict=True)],
+        "array": [
+            None if high is None else high - v for v, high in zip(values, highs, strict=True)
+        ],
+        "arrayminus": [
+            None if low is None else v - low for v, low in zip(values, lows, strict=True)
+        ],
         "color": colour,
     }
 
@@ -58,8 +67,8 @@ def comparison_figure(lines: Sequence[Line]) -> dict[str, Any]:
         colour = COLOURS[index % len(COLOURS)]
         points = [point for point in line.points if point.value is not None]
         values = [point.value or 0.0 for point in points]
-        lows = [point.low if point.low is not None else point.value or 0.0 for point in points]
-        highs = [point.high if point.high is not None else point.value or 0.0 for point in points]
+        lows = [point.low for point in points]
+        highs = [point.high for point in points]
         figure.add_trace(
             go.Scatter(
                 x=[point.turn for point in points],
@@ -122,10 +131,7 @@ def gap_figure(baseline: Line, gaps: Sequence[LineGap], lines: Sequence[Line]) -
                 name=f"{gap.line.label} − baseline ({gap.final.method if gap.final else ''})",
                 line={"color": colour},
                 error_y=_error_bars(
-                    values,
-                    [p.value if p.low is None else p.low for p in gap.gaps],
-                    [p.value if p.high is None else p.high for p in gap.gaps],
-                    colour,
+                    values, [p.low for p in gap.gaps], [p.high for p in gap.gaps], colour
                 ),
                 customdata=[
                     [p.method_description if p.informative else p.note, p.tasks] for p in gap.gaps
@@ -172,8 +178,8 @@ def lic_conditions_figure(metrics: LicMetrics) -> dict[str, Any]:
             marker={"color": COLOURS[0], "size": 10},
             error_y=_error_bars(
                 means,
-                [c.mean_low or 0.0 for c in shown],
-                [c.mean_high or 0.0 for c in shown],
+                [c.mean_low for c in shown],
+                [c.mean_high for c in shown],
                 COLOURS[0],
             ),
         )
@@ -194,8 +200,8 @@ def premature_figure(metrics: LicMetrics) -> dict[str, Any]:
     attempted are in the page's table, not on this axis)."""
     points = [p for p in metrics.premature if p.turn is not None and p.score.mean is not None]
     means = [p.score.mean or 0.0 for p in points]
-    lows = [p.score.low if p.score.low is not None else p.score.mean or 0.0 for p in points]
-    highs = [p.score.high if p.score.high is not None else p.score.mean or 0.0 for p in points]
+    lows = [p.score.low for p in points]
+    highs = [p.score.high for p in points]
     figure = go.Figure(
         go.Scatter(
             x=[p.turn for p in points],

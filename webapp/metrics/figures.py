@@ -392,6 +392,6 @@ class RunSummary(HeadlineFigures):
     max_turns: int
     counted: Counted
     accuracy_by_turn: list[TurnAccuracy]
-    pass_at_k: PassAtK | None  # at k = the samples per task, for runs with more than one
+    pass_at_k: PassAtK | None  # at k = the samples per task (pass@1 for one)
     turn_counts: TurnCounts
     spent: Spent

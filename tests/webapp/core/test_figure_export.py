@@ -54,3 +54,12 @@ def test_subplots_and_plotlys_typed_arrays_are_drawn() -> None:
     assert "Loss (trained tokens)" in svg and "Learning rate" in svg  # the subplot titles
     typed = go.Figure(go.Scatter(x=[1, 2], y=np.array([0.1, 0.2]), name="numpy")).to_json()
     assert figure_csv(json.loads(typed)).splitlines()[1:] == ["numpy,1,0.1,,", "numpy,2,0.2,,"]
+
+
+def test_a_point_without_an_interval_has_none_in_the_csv_nor_in_the_drawing() -> None:
+    """The comparison's "no information" turns: a value, no interval (not one of zero width)."""
+    error = {"type": "data", "symmetric": False, "array": [None, 0.1], "arrayminus": [None, 0.2]}
+    made = go.Figure(go.Scatter(x=[1, 2], y=[0.0, 0.3], name="gap", error_y=error)).to_json()
+    figure = json.loads(made)
+    assert figure_csv(figure).splitlines()[1:] == ["gap,1,0.0,,", "gap,2,0.3,0.1,0.4"]
+    assert render(figure, "svg").startswith(b"<?xml")
