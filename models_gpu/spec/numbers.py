@@ -15,10 +15,15 @@ from typing import Any
 
 _LATEX_FRACTION = re.compile(r"\\[dt]?frac\{\s*(-?\d+)\s*\}\{\s*(-?\d+)\s*\}")
 # A minus sign counts only where it cannot be subtraction ("5-3" holds 5 and 3, not -3).
-# Thousands groups must be exactly three digits, so "1,2345" is not read as 1,234.
+# Thousands groups must be exactly three digits, so "1,2345" is not read as 1,234. Scientific
+# notation ("3.91e2", "1E-3") is one number; its exponent has at most three digits, so that a
+# model's "1e999999999" is not a number with a billion digits to build (it reads as 1 and a
+# separate 999999999).
+_EXPONENT = r"(?:[eE][-+]?\d{1,3}(?!\d))?"
 NUMBER_PATTERN = re.compile(
     r"(?P<sign>(?<![\w)\]])-)?"
-    r"(?P<body>\d+/\d+|\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|\.\d+)"
+    r"(?P<body>\d+/\d+|\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)"
+    rf"|\d+(?:\.\d+)?{_EXPONENT}|\.\d+{_EXPONENT})"
 )
 
 

@@ -68,8 +68,10 @@ def _relative_error(value: Fraction, expected: Fraction) -> float | None:
     difference = abs(
         value.numerator * expected.denominator - expected.numerator * value.denominator
     )
+    # Three significant digits, not two decimals: 390 against 391 is 0.00256, which two
+    # decimals would show a teacher as 0.0, an error of nothing.
     try:
-        return round(difference / (value.denominator * abs(expected.numerator)), 2)
+        return float(f"{difference / (value.denominator * abs(expected.numerator)):.3g}")
     except OverflowError:  # a 400-digit answer: no finite float, and JSON has no infinity
         return None
 

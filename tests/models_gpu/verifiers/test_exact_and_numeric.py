@@ -53,6 +53,16 @@ class TestNumeric:
             "relative_error": 0.13,
         }
 
+    def test_a_near_miss_has_a_relative_error_above_zero(self) -> None:
+        assert verify(numeric_task(391), "The answer is 390.").details["relative_error"] == 0.00256
+
+    @pytest.mark.parametrize(
+        ("response", "correct"), [("3.91e2", True), ("3.91E+2", True), ("4e2", False)]
+    )
+    def test_scientific_notation_is_one_number(self, response: str, correct: bool) -> None:
+        verdict = verify(numeric_task(391), f"The answer is {response}.")
+        assert (verdict.correct, verdict.extracted) == (correct, response)
+
     def test_too_low(self) -> None:
         verdict = verify(numeric_task("-20"), "The answer is -22.")
         assert verdict.details["direction"] == "too_low"

@@ -65,7 +65,9 @@ def test_extract_number(text: str, expected: str | None) -> None:
         ("3/0", None),
         ("12 apples", None),
         ("1 2", None),
-        ("1e5", None),
+        ("1e5", Fraction(100000)),
+        ("2.5E-3", Fraction(1, 400)),
+        ("1e999999", None),  # an exponent past three digits is not read: no number to build
         ("", None),
         ("9" * 5000, None),  # more digits than int() will parse
     ],

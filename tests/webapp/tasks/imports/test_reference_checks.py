@@ -243,7 +243,8 @@ CASES = [
     ("numeric", {"answer": "3/4"}),
     ("numeric", {"answer": "1,234"}),
     ("numeric", {"answer": "six"}),
-    ("numeric", {"answer": "1e5"}),  # Fraction reads it; the numeric verifier does not
+    ("numeric", {"answer": "1e5"}),
+    ("numeric", {"answer": "1e9999"}),  # Fraction reads it; the verifier's exponents stop at 999
     ("numeric", {"answer": "1,2345"}),
     ("numeric", {"answer": "3/0"}),
     ("exact", {"answer": "Paris"}),
@@ -278,7 +279,9 @@ def test_the_task_form_and_the_import_share_the_reference_rule(
         assert f"{message[0].upper()}{message[1:]}." in shown
 
 
-@pytest.mark.parametrize("answer", ["42", "-3.5", "3/4", "1,234", "six", "1e5", "1,2345", "3/0"])
+@pytest.mark.parametrize(
+    "answer", ["42", "-3.5", "3/4", "1,234", "six", "1e5", "1e9999", "1,2345", "3/0"]
+)
 def test_the_numeric_verifier_reads_exactly_the_references_the_rule_accepts(answer: str) -> None:
     from models_gpu.types import TaskSpec
     from models_gpu.verifiers import verify
