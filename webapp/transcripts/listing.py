@@ -29,7 +29,8 @@ def _truncate(text: str, length: int) -> str:
 @dataclass(frozen=True)
 class ListRow:
     pk: int
-    run_name: str
+    run_name: str  # "#12 " and the name, shortened: runs named alike stay apart by their number
+    run_title: str  # the whole name, shown on hover
     run_href: str  # "" for readers who may not open runs
     task_id: int
     prompt: str
@@ -60,7 +61,8 @@ def list_rows(rows: Sequence[Mapping[str, Any]], *, link_runs: bool) -> list[Lis
     return [
         ListRow(
             pk=row["pk"],
-            run_name=_truncate(row["run__name"], 32),
+            run_name=_truncate(f"#{row['run_id']} {row['run__name']}", 36),
+            run_title=row["run__name"],
             run_href=run_url(row["run_id"]) if link_runs else "",
             task_id=row["task_id"],
             prompt=_truncate(row["prompt_head"], 60),
@@ -120,14 +122,24 @@ def column_heads(query: QueryDict, current: str) -> list[ColumnHead]:
     return heads
 
 
-def count_line(count: int, count_text: str, *, filtered: bool) -> str:
+def count_line(
+    count: int, count_text: str, *, filtered: bool, in_play: int = 0, of_run: bool = False
+) -> str:
     """ "12 transcripts match these filters.", "More than 10,000 transcripts." (``count_text``:
-    the paginator's, exact or bounded)."""
+    the paginator's, exact or bounded), and how many dialogues are not listed yet because
+    their run still plays them (``in_play``; ``of_run``: the run the list is filtered by)."""
     one = count == 1
     line = f"{count_text} transcript{'' if one else 's'}"
     if filtered:
         line += f" match{'es' if one else ''} these filters"
-    return f"{line[:1].upper()}{line[1:]}."
+    line = f"{line[:1].upper()}{line[1:]}."
+    if in_play:
+        whose = "this run" if of_run else "runs still playing"
+        line += (
+            f" {in_play:,} dialogue{'' if in_play == 1 else 's'} of {whose} (playing, or waiting"
+            " for a person) will be listed as they end."
+        )
+    return line
 
 
 def action_links() -> dict[str, str]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Exists, F, JSONField, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, JSONField, OuterRef, Q, QuerySet, Sum
 from django.db.models.expressions import Combinable
 from django.db.models.functions import Coalesce, Left
 
@@ -30,6 +30,7 @@ from webapp.dialogues import search
 from webapp.dialogues.models import Dialogue, Turn
 from webapp.dialogues.summary import kinds_mask, masks_with
 from webapp.models_registry.models import ModelSpec
+from webapp.runs.models import Run
 from webapp.tasks.models import Task, TaskSet
 from webapp.transcripts.filters import DialogueFilters, IntRange, LabelMatch
 from webapp.transcripts.scope import bounding_annotator, visible_to
@@ -141,6 +142,18 @@ def _agreement_condition(labels: QuerySet[Annotation], key: str, agree: bool) ->
 
 FilterStep = Callable[[QuerySet[Dialogue], DialogueFilters], QuerySet[Dialogue]]
 _FILTER_STEPS: Sequence[FilterStep] = (_filter_fields, _filter_turns)
+
+
+def dialogues_in_play(*, run: Run | None = None) -> int:
+    """Dialogues that evaluation runs still playing (queued, running, or waiting for people;
+    ``run`` alone when given) will store and have not: the list shows a dialogue once it ends."""
+    playing = Run.objects.filter(
+        kind=Run.Kind.EVAL, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.WAITING)
+    )
+    if run is not None:
+        playing = playing.filter(pk=run.pk)
+    totals = playing.aggregate(total=Sum("progress_total"), done=Sum("progress_done"))
+    return max(0, (totals["total"] or 0) - (totals["done"] or 0))
 
 
 def dialogue_list(

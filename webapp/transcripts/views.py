@@ -86,7 +86,14 @@ def dialogue_list(request: SignedInRequest) -> HttpResponse:
         "transcripts/transcript_results.html",
         {
             "notes": form.notes,
-            "count_line": count_line(paginator.count, paginator.count_text, filtered=filtered),
+            "count_line": count_line(
+                paginator.count,
+                paginator.count_text,
+                filtered=filtered,
+                # Annotators read the dialogues queued for them, which are all ended.
+                in_play=selectors.dialogues_in_play(run=run) if reader.is_researcher else 0,
+                of_run=run is not None,
+            ),
             "researcher": reader.is_researcher,
             "links": action_links(),
             "page": page,

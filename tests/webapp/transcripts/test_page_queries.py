@@ -23,9 +23,10 @@ from webapp.dialogues.models import Dialogue
 
 SESSION_QUERY = int(settings.SESSION_ENGINE.endswith(".db"))
 
-# The user; then the page's own (webapp/transcripts/views.py): its ids, their count, their rows
-# and the filters' options (one UNION). A page that is not full needs no count (pagination.py).
-LIST_QUERIES = 1 + 4
+# The user; then the page's own (webapp/transcripts/views.py): its ids, their count, their rows,
+# the filters' options (one UNION) and the dialogues still in play (one sum over the runs). A page
+# that is not full needs no count (pagination.py).
+LIST_QUERIES = 1 + 5
 DIALOGUE_QUERIES = 1 + 3  # the dialogue with its run and task, its turns, the task's other runs
 
 pytestmark = pytest.mark.django_db

@@ -422,6 +422,33 @@ def test_counts_stop_at_their_limit(researcher_client: Any, monkeypatch: Any) ->
     assert count_line({"run": run.pk}).startswith("5 transcripts")
 
 
+def test_the_list_says_how_many_dialogues_runs_still_play(researcher_client: Any) -> None:
+    """A dialogue is listed once it ends: the count says how many more a run still playing (or
+    waiting for a person) will add, and each row names its run by number, its name on hover."""
+    from webapp.runs.models import Run
+
+    run = make_run("Demo: Lost in Conversation, sharded", TaskSetFactory())
+    for task in TaskFactory.create_batch(2, task_set=run.task_set):
+        store(run, task.pk, 0, "a_first", [attempt("The answer is 3.", "3", True)])
+    done = make_run("done", run.task_set)
+    Run.objects.filter(pk=run.pk).update(
+        status=Run.Status.WAITING, progress_total=5, progress_done=2
+    )
+    Run.objects.filter(pk=done.pk).update(status=Run.Status.SUCCEEDED, progress_total=9)
+
+    def results(params: dict[str, Any]) -> str:
+        return researcher_client.get(reverse("dialogue_list"), params).content.decode()
+
+    page = results({"run": run.pk})
+    assert "2 transcripts match these filters. 3 dialogues of this run (playing, or waiting" in page
+    assert (
+        f'<td title="Demo: Lost in Conversation, sharded"><a href="/runs/{run.pk}/">#{run.pk} '
+        in page
+    )
+    assert "3 dialogues of runs still playing" in results({})
+    assert "will be listed" not in results({"run": done.pk}), "an ended run adds nothing"
+
+
 @pytest.mark.parametrize(
     "text", ["parity", " Carry ", "the", "self-check", "1e5x", "carry ten", '"carry"', "naïve"]
 )
