@@ -79,6 +79,12 @@ class QueueForm(forms.Form):
     annotators = AnnotatorsField(queryset=labellers(), widget=forms.CheckboxSelectMultiple)
     filter_query = forms.CharField(required=False, widget=forms.HiddenInput)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Two labels an item, for agreement, where there are two people to give them: with one
+        # (a demo, a lab of one), a default the form would refuse helps nobody.
+        self.fields["annotators_per_item"].initial = max(1, min(2, labellers().count()))
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         chosen, per_item = data.get("annotators"), data.get("annotators_per_item")

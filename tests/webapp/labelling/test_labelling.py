@@ -4,6 +4,7 @@ labelling, permissions on every view, and fixed query counts."""
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 from collections import Counter
 from typing import Any
@@ -300,6 +301,18 @@ def test_researcher_builds_queue_from_transcript_filter(
         "annotators": [first.pk, second.pk], "filter_query": "",
     })  # fmt: skip
     assert response.status_code == 200 and QueueAssignment.objects.count() == 2
+
+
+def test_k_defaults_to_two_where_two_people_can_label(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    """Alone (a demo, a lab of one), a default of two would be refused by the form itself."""
+
+    def default_k() -> str:
+        page = researcher_client.get(reverse("queue_create")).content.decode()
+        return re.search(r'name="annotators_per_item" value="(\d+)"', page)[1]  # type: ignore[index]
+
+    assert default_k() == "1"  # the researcher alone
+    UserFactory(role="annotator")
+    assert default_k() == "2"
 
 
 def test_schema_builder(researcher_client) -> None:  # type: ignore[no-untyped-def]
