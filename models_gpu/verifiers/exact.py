@@ -23,5 +23,11 @@ def verify_exact(task: TaskSpec, response: str) -> Verdict:
 
 
 def normalise_text(text: str, *, case_sensitive: bool) -> str:
-    text = re.sub(r"\s+", " ", text).strip().removesuffix(".").rstrip()
+    """Whitespace runs as one space, no final full stops or exclamation marks ("Paris!" is
+    "Paris"; a final question mark stays: "Paris?" is not an answer given), and, unless
+    ``case_sensitive``, case folded. The reference is read the same way."""
+    text = _FINAL_STOPS.sub("", re.sub(r"\s+", " ", text).strip()).rstrip()
     return text if case_sensitive else text.casefold()
+
+
+_FINAL_STOPS = re.compile(r"[.!]+$")

@@ -115,7 +115,8 @@ def test_comparing_and_reading_dialogues_as_a_newcomer(page, worker) -> None:  #
     assert page.locator("#compare-table .compare-round").count() >= 2
     shot(page, "newcomer-2-compare-sample-4-with-sample-2")
 
-    # 2. "Compare a task across runs" from the list takes the filter the rows show now (changed with htmx).
+    # 2. "Compare a task across runs" from the list takes the filter the rows show now (changed
+    # with htmx).
     page.goto("/dialogues/")
     page.select_option("#id_run", str(five.pk))
     page.wait_for_function("() => location.search.includes('run=')")

@@ -120,11 +120,23 @@ class TestNumeric:
 
 class TestExact:
     @pytest.mark.parametrize(
-        "response", ["The answer is Paris.", "Answer:  paris", "PARIS", r"\boxed{ Paris }"]
+        "response",
+        [
+            "The answer is Paris.",
+            "Answer:  paris",
+            "PARIS",
+            r"\boxed{ Paris }",
+            "Paris!",
+            "Paris...",
+        ],
     )
     def test_normalised_match(self, response: str) -> None:
         verdict = verify(exact_task("Paris"), response)
         assert verdict.correct and verdict.details == {"reason": "correct"}
+
+    def test_a_final_question_mark_is_not_an_answer_given(self) -> None:
+        assert not verify(exact_task("Paris"), "Paris?").correct
+        assert verify(exact_task("Yahoo!"), "Yahoo").correct, "the reference is read the same way"
 
     def test_collapses_inner_whitespace(self) -> None:
         assert verify(exact_task("New York"), "The answer is New   York.").correct

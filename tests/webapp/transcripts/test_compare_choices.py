@@ -1,7 +1,7 @@
 """Comparing runs offers only dialogues that exist, and starts from where the reader is: a
 dialogue page offers the other runs' samples of its task; the transcript list's "Compare a task
-across runs" carries its filter. Runs are real (launched, played by the worker task and the engine with
-scripted models)."""
+across runs" carries its filter. Runs are real (launched, played by the worker task and the
+engine with scripted models)."""
 
 from __future__ import annotations
 
