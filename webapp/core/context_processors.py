@@ -14,7 +14,6 @@ NAV_LINKS = {
     "models": "model_list",
     "protocols": "protocol_list",
     "runs": "run_list",
-    "workers": "workers",
     "experiments": "experiment_index",
     "transcripts": "dialogue_list",
     "labelling": "queue_list",
