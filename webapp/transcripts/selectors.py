@@ -147,9 +147,7 @@ _FILTER_STEPS: Sequence[FilterStep] = (_filter_fields, _filter_turns)
 def dialogues_in_play(*, run: Run | None = None) -> int:
     """Dialogues that evaluation runs still playing (queued, running, or waiting for people;
     ``run`` alone when given) will store and have not: the list shows a dialogue once it ends."""
-    playing = Run.objects.filter(
-        kind=Run.Kind.EVAL, status__in=(Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.WAITING)
-    )
+    playing = Run.objects.filter(kind=Run.Kind.EVAL).exclude(status__in=Run.TERMINAL_STATUSES)
     if run is not None:
         playing = playing.filter(pk=run.pk)
     totals = playing.aggregate(total=Sum("progress_total"), done=Sum("progress_done"))
