@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db.models import F
 from django.db.models.expressions import OrderBy
@@ -131,6 +131,17 @@ class DialogueFilters:
     agreement: tuple[str, bool] | None = None
     annotator_id: int | None = None
     sort: str = DEFAULT_SORT
+
+    @property
+    def narrows_dialogues(self) -> bool:
+        """Whether a criterion of the dialogues' own is set (their outcome, turns, labels, a
+        search...), not only ones a run answers for all its dialogues (the run, its task set and
+        student, whether a person teaches): then not every dialogue a matching run still plays
+        will match when it ends."""
+        runs_only = replace(
+            self, run_id=None, task_set_id=None, student_id=None, taught_by_person=None
+        )
+        return runs_only != DialogueFilters(sort=self.sort)
 
     @property
     def ordering(self) -> tuple[OrderBy, ...]:

@@ -123,11 +123,18 @@ def column_heads(query: QueryDict, current: str) -> list[ColumnHead]:
 
 
 def count_line(
-    count: int, count_text: str, *, filtered: bool, in_play: int = 0, of_run: bool = False
+    count: int,
+    count_text: str,
+    *,
+    filtered: bool,
+    in_play: int = 0,
+    of_run: bool = False,
+    some_will_match: bool = False,
 ) -> str:
     """ "12 transcripts match these filters.", "More than 10,000 transcripts." (``count_text``:
     the paginator's, exact or bounded), and how many dialogues are not listed yet because
-    their run still plays them (``in_play``; ``of_run``: the run the list is filtered by)."""
+    their run still plays them (``in_play``; ``of_run``: the run the list is filtered by;
+    ``some_will_match``: the filters read the dialogues themselves, so only some will match)."""
     one = count == 1
     line = f"{count_text} transcript{'' if one else 's'}"
     if filtered:
@@ -137,7 +144,12 @@ def count_line(
         whose = "this run" if of_run else "runs still playing"
         line += (
             f" {in_play:,} dialogue{'' if in_play == 1 else 's'} of {whose} (playing, or waiting"
-            " for a person) will be listed as they end."
+            " for a person) "
+        )
+        line += (
+            "are not over yet: those that match will be listed as they end."
+            if some_will_match
+            else "will be listed as they end."
         )
     return line
 

@@ -48,6 +48,11 @@ def _range(dialogues: QuerySet[Dialogue], name: str, bounds: IntRange) -> QueryS
     return dialogues
 
 
+def _person_teaches(run: str = "") -> Q:
+    """The runs (reached through ``run``) whose teacher is a person."""
+    return Q(**{f"{run}teacher__backend": ModelSpec.Backend.HUMAN})
+
+
 def _filter_fields(dialogues: QuerySet[Dialogue], filters: DialogueFilters) -> QuerySet[Dialogue]:
     if filters.run_id is not None:
         dialogues = dialogues.filter(run_id=filters.run_id)
@@ -68,7 +73,7 @@ def _filter_fields(dialogues: QuerySet[Dialogue], filters: DialogueFilters) -> Q
     if filters.training_step is not None:
         dialogues = _range(dialogues, "training_step", filters.training_step)
     if filters.taught_by_person is not None:
-        person = Q(run__teacher__backend="human")
+        person = _person_teaches("run__")
         dialogues = dialogues.filter(person if filters.taught_by_person else ~person)
     return dialogues
 
@@ -144,12 +149,21 @@ FilterStep = Callable[[QuerySet[Dialogue], DialogueFilters], QuerySet[Dialogue]]
 _FILTER_STEPS: Sequence[FilterStep] = (_filter_fields, _filter_turns)
 
 
-def dialogues_in_play(*, run: Run | None = None) -> int:
-    """Dialogues that evaluation runs still playing (queued, running, or waiting for people;
-    ``run`` alone when given) will store and have not: the list shows a dialogue once it ends."""
+def dialogues_in_play(filters: DialogueFilters) -> int:
+    """Dialogues that the evaluation runs still playing (queued, running, or waiting for
+    people) and matching the criteria of ``filters`` that a run answers for all its dialogues
+    (``DialogueFilters.narrows_dialogues``) will store and have not: the list shows a dialogue
+    once it ends."""
     playing = Run.objects.filter(kind=Run.Kind.EVAL).exclude(status__in=Run.TERMINAL_STATUSES)
-    if run is not None:
-        playing = playing.filter(pk=run.pk)
+    if filters.run_id is not None:
+        playing = playing.filter(pk=filters.run_id)
+    if filters.task_set_id is not None:
+        playing = playing.filter(task_set_id=filters.task_set_id)
+    if filters.student_id is not None:
+        playing = playing.filter(student_id=filters.student_id)
+    if filters.taught_by_person is not None:
+        person = _person_teaches()
+        playing = playing.filter(person if filters.taught_by_person else ~person)
     totals = playing.aggregate(total=Sum("progress_total"), done=Sum("progress_done"))
     return max(0, (totals["total"] or 0) - (totals["done"] or 0))
 

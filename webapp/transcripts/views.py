@@ -91,8 +91,9 @@ def dialogue_list(request: SignedInRequest) -> HttpResponse:
                 paginator.count_text,
                 filtered=filtered,
                 # Annotators read the dialogues queued for them, which are all ended.
-                in_play=selectors.dialogues_in_play(run=run) if reader.is_researcher else 0,
+                in_play=selectors.dialogues_in_play(filters) if reader.is_researcher else 0,
                 of_run=run is not None,
+                some_will_match=filters.narrows_dialogues,
             ),
             "researcher": reader.is_researcher,
             "links": action_links(),

@@ -445,8 +445,19 @@ def test_the_list_says_how_many_dialogues_runs_still_play(researcher_client: Any
         f'<td title="Demo: Lost in Conversation, sharded"><a href="/runs/{run.pk}/">#{run.pk} '
         in page
     )
-    assert "3 dialogues of runs still playing" in results({})
+    assert "3 dialogues of runs still playing (playing, or waiting for a person) will be" in (
+        results({})
+    )
     assert "will be listed" not in results({"run": done.pk}), "an ended run adds nothing"
+    # The run criteria pick the runs counted; the dialogues' own say only some will match.
+    assert "3 dialogues of runs still playing" in results({"task_set": run.task_set_id})
+    assert "will be listed" not in results({"task_set": TaskSetFactory().pk})
+    assert "will be listed" not in results({"student": done.student_id})
+    assert "will be listed" not in results({"teacher": "person"})
+    assert (
+        "3 dialogues of this run (playing, or waiting for a person) are not over yet: those that"
+        " match will be listed as they end." in results({"run": run.pk, "outcome": "solved"})
+    )
 
 
 @pytest.mark.parametrize(
