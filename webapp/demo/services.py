@@ -145,7 +145,7 @@ def demo_project_create(*, task_count: int = 40, launch_run: bool = True) -> Dem
     run = None
     if launch_run:
         run = evaluation_run_create(
-            name="Demo: scripted student, didactic 5 turns",
+            name=_didactic_run_name(seed=0),
             task_set=task_set,
             student=student,
             teacher=teacher,
@@ -156,6 +156,10 @@ def demo_project_create(*, task_count: int = 40, launch_run: bool = True) -> Dem
         )
         _demo_experiments(user, task_set, student, teacher, didactic, run)
     return DemoProject(user=user, task_set=task_set, run=run, sharded_run=sharded_run)
+
+
+def _didactic_run_name(*, seed: int) -> str:
+    return f"Demo: scripted student, didactic 5 turns (seed {seed})"
 
 
 DEMO_TAG = "demo: feedback vs one turn"
@@ -175,7 +179,7 @@ def _demo_experiments(
     for seed in DEMO_SEEDS:
         if seed != first.frozen_config.seed:
             runs.append(evaluation_run_create(
-                name=f"Demo: scripted student, didactic 5 turns (seed {seed})", task_set=task_set,
+                name=_didactic_run_name(seed=seed), task_set=task_set,
                 student=student, teacher=teacher, protocol=didactic, samples_per_task=4,
                 seed=seed, created_by=user,
             ))  # fmt: skip

@@ -18,6 +18,7 @@ from webapp.metrics.figures import RunSummary
 from webapp.metrics.stats import MeanEstimate, Proportion, mean_rate_across
 from webapp.runs.models import Run
 from webapp.runs.selectors import run_list, run_summaries
+from webapp.tasks.models import TaskSet
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,8 @@ def _seed_group_label(rows: Sequence[RunRow]) -> str:
         return run.name
     config = run.frozen_config
     seeds = ", ".join(str(seed) for seed in sorted(row.run.frozen_config.seed for row in rows))
-    what = f"{config.task_set.name} v{config.task_set.version} · {config.student.name} · "
+    task_set = TaskSet(name=config.task_set.name, version=config.task_set.version)
+    what = f"{task_set} · {config.student.name} · "  # the task set named as in the rows
     return f"{what}{config.protocol.name} (seed{'s' if len(rows) > 1 else ''} {seeds})"
 
 

@@ -47,7 +47,7 @@ def test_grouping_by_seed_gives_each_configuration_its_mean_over_seeds(researche
     html = researcher_client.get("/runs/?group=seeds").content.decode()
     assert html.count('class="group-row"') == 2
     assert html.count("mean over 3 seeds") == 2 and "(95% t interval)" in html
-    assert "sums v1 · base model · didactic 3 (seeds 0, 1, 2)" in html
+    assert "sums · base model · didactic 3 (seeds 0, 1, 2)" in html
 
 
 def test_filters_narrow_the_table_and_say_when_nothing_matches(researcher_client) -> None:  # type: ignore[no-untyped-def]
