@@ -11,7 +11,8 @@ correct attempt is in turn k or earlier; *solved* means solved by the run's max 
 - pass@k: per task with n counted dialogues of which c are solved, ``1 - C(n-c, k) / C(n, k)``
   (the unbiased estimator of Chen et al., 2021), averaged over the tasks with every one of
   their K samples counted (the same tasks for every k, so it never decreases in k either).
-- mean turns to solve: mean first correct turn over solved dialogues (normal 95% interval).
+- mean turns to solve: mean first correct turn over solved dialogues (95% percentile bootstrap
+  interval, over the dialogues).
 - leak rate: teacher turns flagged as stating the answer / teacher turns.
 - question rate: student questions / student turns; also the share of dialogues with one.
 - premature attempt rate (sharded): attempts made before the last shard was revealed / attempts.
