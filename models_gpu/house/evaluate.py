@@ -55,6 +55,7 @@ def evaluate(
         "one_turn_accuracy_tasks": headline_total,
         "one_turn_accuracy_by_kind": by_kind,
         "didactic_2_digit_accuracy_by_turn": _cumulative_accuracy(results, max_turns),
+        "didactic_temperature": sampled["temperature"],
         **evaluate_guessing(model_dir, seed=seed, games=tasks_per_kind),
     }
 

@@ -35,6 +35,10 @@ def test_builds_registers_and_is_idempotent(settings, tmp_path: Path) -> None:  
     assert spec.location == str(house)
     assert spec.generation_params == {"temperature": 0.7, "max_new_tokens": 32}
     assert "house model" in spec.description and "arithmetic" in spec.description
+    # Each figure says how it was measured.
+    assert "held-out 1-2 digit sums and differences, answering greedily." in spec.description
+    sampled = "Sampling at temperature 0.7, with the scripted teacher: 2-digit ones solved by turn"
+    assert sampled in spec.description
     notes = json.loads((house / "dialab_house.json").read_text())
     assert notes["training"]["steps"] == 3
     assert (house / "config.json").is_file() and (house / "tokenizer.json").is_file()

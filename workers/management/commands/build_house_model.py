@@ -19,17 +19,40 @@ HOUSE_GENERATION_PARAMS = {"temperature": 0.7, "max_new_tokens": 32}
 
 
 def house_description(notes: dict[str, Any]) -> str:
+    """What the registry says of the house model: how it was made and, when the build measured
+    it, how it scored, with how each figure was measured (greedy is far kinder to a model this
+    small than the temperature runs sample at)."""
     config = notes.get("config", {})
-    accuracy = notes.get("one_turn_accuracy")
-    measured = f" ({accuracy:.0%} when built)" if accuracy is not None else ""
     return (
         f"Dialab's house model: a small Llama ({config.get('num_layers')} layers, hidden "
         f"{config.get('hidden_size')}, {notes.get('parameters', 0) / 1e6:.1f}M weights) with a "
-        "tokenizer trained here, pre-trained on this machine on procedural arithmetic dialogues "
-        "(models_gpu/house). It answers 'The answer is N.', is sometimes right in one turn on "
-        f"1-2 digit sums and differences{measured}, and can use 'too high' / 'too low' "
-        "feedback. Built by `manage.py build_house_model`."
+        "tokenizer trained here, pre-trained on this machine on procedural arithmetic dialogues, "
+        "some with the scripted teacher's 'too high' / 'too low' feedback (models_gpu/house). It "
+        f"answers in the form 'The answer is N'.{_measured_when_built(notes)} Built by "
+        "`manage.py build_house_model`."
     )
+
+
+def _measured_when_built(notes: dict[str, Any]) -> str:
+    accuracy = notes.get("one_turn_accuracy")
+    if accuracy is None:  # built with --eval-tasks 0
+        return ""
+    measured = (
+        f" When built: right in one turn on {accuracy:.0%} of "
+        f"{notes.get('one_turn_accuracy_tasks')} held-out 1-2 digit sums and differences, "
+        "answering greedily."
+    )
+    by_turn = notes.get("didactic_2_digit_accuracy_by_turn") or []
+    if by_turn:
+        turns = "/".join(str(k) for k in range(1, len(by_turn) + 1))
+        solved = " / ".join(f"{share:.0%}" for share in by_turn)
+        temperature = notes.get("didactic_temperature")
+        sampling = f"Sampling at temperature {temperature}" if temperature else "Sampling"
+        measured += (
+            f" {sampling}, with the scripted teacher: 2-digit ones solved by turn {turns}: "
+            f"{solved}."
+        )
+    return measured
 
 
 class Command(BaseCommand):
