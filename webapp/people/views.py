@@ -7,6 +7,7 @@ answering, the page polls until the dialogue waits for them again (then it moves
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -105,7 +106,7 @@ def _render_turn(
         "private": pending.request.get("private_context", {})
         if pending.role != PendingTurn.Role.STUDENT
         else {},
-        "other_side": _other_side(pending),
+        "conversation": _conversation(pending),
         "attempts": [turn for turn in pending.turns if turn.get("is_correct") is not None],
     }
     if pending.status != PendingTurn.Status.OPEN:
@@ -117,11 +118,33 @@ def _render_turn(
     return render(request, TURN_TEMPLATE, context, status=status)
 
 
-def _other_side(pending: PendingTurn) -> str:
-    """Who speaks the "user" messages of this role's conversation."""
+@dataclass(frozen=True)
+class ShownMessage:
+    speaker: str
+    side: str  # "system", "own" (the role's own side) or "other"
+    content: str
+
+
+def _conversation(pending: PendingTurn) -> list[ShownMessage]:
+    """The role's conversation as the engine sent it, each message with who the page says
+    spoke it. A teacher's opens with the task as its own message (the teacher posed it:
+    ``models_gpu.engine``); the page calls that the task, which the person did not write."""
     if pending.role != PendingTurn.Role.STUDENT:
-        return "Student"
-    return "Teacher" if pending.run.teacher_id else "User"
+        other = "Student"
+    else:
+        other = "Teacher" if pending.run.teacher_id else "User"
+    shown = []
+    for message in pending.request.get("messages", []):
+        role, content = message["role"], message["content"]
+        if role == "system":
+            shown.append(ShownMessage("Instructions", "system", content))
+        elif role != "assistant":
+            shown.append(ShownMessage(other, "other", content))
+        elif pending.role == PendingTurn.Role.TEACHER and not any(m.side == "own" for m in shown):
+            shown.append(ShownMessage("The task, as you posed it", "own", content))
+        else:
+            shown.append(ShownMessage("You", "own", content))
+    return shown
 
 
 @require_http_methods(["GET", "POST"])

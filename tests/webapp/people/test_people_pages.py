@@ -3,6 +3,7 @@ drafts, and a researcher's reassign and end."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -137,6 +138,10 @@ def test_teacher_sees_the_task_reference_and_verdicts(annotator_client, annotato
     assert "off by one" in page
     assert "✘ wrong" in page and "<code>41</code>" in page
     assert 'name="text"' in page
+    # Who said what: the task opens the teacher's side of the conversation, but no person wrote
+    # it; the student's reply comes from the student.
+    speakers = re.findall(r'class="speaker">([^<]*)<', page)
+    assert speakers == ["Instructions", "The task, as you posed it", "Student"]
 
 
 def test_student_sees_nothing_private(researcher_client, researcher):
