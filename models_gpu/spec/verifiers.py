@@ -128,7 +128,9 @@ def reference_problems(kind: str, reference: Mapping[str, Any]) -> list[Referenc
     if kind not in VERIFIERS:
         return []
     missing = [
-        ReferenceProblem(field, f"the {kind} verifier needs {field.replace('_', ' ')}")
+        ReferenceProblem(
+            field, f"the {kind} verifier needs the {field.replace('_', ' ')}; none was given"
+        )
         for field in VERIFIERS[kind].reference_fields
         if _is_blank(reference.get(field))
     ]
@@ -157,7 +159,7 @@ def reference_problems(kind: str, reference: Mapping[str, Any]) -> list[Referenc
             problems.append(
                 ReferenceProblem(
                     "entry_point",
-                    "the code verifier needs entry point: the tests define check(candidate), "
+                    "the code verifier needs the entry point: the tests define check(candidate), "
                     "which is called with the function of that name",
                 )
             )

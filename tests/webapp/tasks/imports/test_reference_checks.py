@@ -148,7 +148,7 @@ def test_a_check_function_without_an_entry_point_is_refused(tmp_path: Path) -> N
     with pytest.raises(TaskImportError) as refused:
         run(tmp_path, "code.jsonl", json.dumps(record) + "\n", "jsonl", mapping)
     assert str(refused.value).startswith(
-        "line 1: field 'entry_point' (not mapped): the code verifier needs entry point"
+        "line 1: field 'entry_point' (not mapped): the code verifier needs the entry point"
     )
 
 
