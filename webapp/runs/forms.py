@@ -128,7 +128,11 @@ def _model_choice(
 class EvaluationRunForm(forms.Form):
     """Launch an evaluation. Which roles must be (or may not be) filled follows the protocol."""
 
-    name = forms.CharField(max_length=200, required=False, help_text="Optional.")
+    name = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="Optional: by default, the student, the task set, the protocol and the seed.",
+    )
     task_set = forms.ModelChoiceField(queryset=TaskSet.objects.all())
     protocol = forms.ModelChoiceField(queryset=protocol_choices())
     student = _model_choice("Student", "Plays the student in every mode.", required=True)
@@ -192,7 +196,11 @@ class EvaluationRunForm(forms.Form):
                 field = problem.field if problem.field in self.fields else "protocol"
                 self.add_error(field, problem.message)
         if not cleaned.get("name") and not self.errors:
-            cleaned["name"] = f"{cleaned['student']} on {cleaned['task_set']}"
+            # What tells runs of one model and set apart: the protocol and the seed.
+            cleaned["name"] = (
+                f"{cleaned['student']} on {cleaned['task_set']}, {cleaned['protocol']}, "
+                f"seed {cleaned['seed']}"
+            )
         return cleaned
 
     def launch_arguments(self) -> dict[str, Any]:

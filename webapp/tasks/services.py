@@ -131,7 +131,9 @@ def task_set_with_shards_concatenated(*, task_set: TaskSet, created_by: User | N
     if existing is not None:
         return existing
     concat = TaskSet.objects.create(
-        name=f"{task_set.name} v{task_set.version} (CONCAT)",
+        # Named as the set is shown (its version after the name only past v1): pages add the
+        # CONCAT set's own version after this name.
+        name=f"{task_set} (CONCAT)",
         description=f"The tasks of {task_set.name} v{task_set.version}, each prompt being its "
         "shards joined into one message.",
         provenance={CONCAT_OF: task_set.pk},

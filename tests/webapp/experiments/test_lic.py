@@ -40,7 +40,7 @@ def test_the_launch_makes_three_runs_and_a_concat_copy_of_the_set(experiment) ->
     assert all(run.frozen_config.samples_per_task == 3 for run in (full, concat, sharded))
     assert full.task_set == sharded.task_set != concat.task_set
     assert set(concat.task_set.tasks.values_list("prompt", flat=True)) == {" ".join(SHARDS)}
-    assert concat.task_set.name == "sharded sums v1 (CONCAT)"
+    assert concat.task_set.name == "sharded sums (CONCAT)"
 
 
 def _solved(run: Run, task: int, sample: int) -> None:

@@ -78,6 +78,8 @@ def test_a_sharded_run_freezes_its_user_simulator_and_batch_size(
     assert run.config["teacher"] is None and run.config["judge"] is None
     assert run.frozen_config.batch_size == 16
     assert run.progress_total == 4
+    # Unnamed, it is named by what tells it from other runs of this model on this set.
+    assert run.name == f"sharded-student on sharded, {protocol}, seed 3"
 
 
 def test_a_judge_is_frozen_with_the_run(researcher_client, models, plain_set) -> None:  # type: ignore[no-untyped-def]

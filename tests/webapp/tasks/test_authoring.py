@@ -149,10 +149,13 @@ def test_editor_saves_code_tasks_with_shards_and_tags(researcher_client) -> None
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"verifier_kind": "code", "answer": ""}, "The code verifier needs the tests; none was given."),
+        ({"verifier_kind": "code", "answer": ""}, "code verifier needs the tests; none was given."),
         ({"verifier_config": "{oops"}, "Not valid JSON"),
         ({"verifier_config": "[1, 2]"}, "Expected a JSON object"),
-        ({"answer": "", "verifier_kind": "exact"}, "The exact verifier needs the answer; none was given."),
+        (
+            {"answer": "", "verifier_kind": "exact"},
+            "exact verifier needs the answer; none was given.",
+        ),
     ],
 )
 def test_editor_explains_what_is_wrong(researcher_client, change, message) -> None:  # type: ignore[no-untyped-def]

@@ -50,6 +50,21 @@ def percent(rate: float | None, digits: int = 1) -> str:
     return "—" if rate is None else f"{100 * rate:.{digits}f}%"
 
 
+@register.filter
+def share(rate: float | None, digits: int = 0) -> str:
+    """``percent`` for a share of counted things, where only none reads 0% and only all reads
+    100%: 1 of 308 is "<1%", 307 of 308 ">99%" (digits 0; "<0.1%" with digits 1)."""
+    if rate is None or rate in (0, 1):
+        return percent(rate, digits)
+    shown = round(100 * rate, digits)
+    step = 10.0**-digits
+    if shown == 0:
+        return f"<{step:.{digits}f}%"
+    if shown == 100:
+        return f">{100 - step:.{digits}f}%"
+    return percent(rate, digits)
+
+
 @register.filter(name="duration")
 def about_duration(seconds: float | None) -> str:
     """A time to wait, as a guess: "about 40 s", "about 4 min" (None → "time not known yet")."""
