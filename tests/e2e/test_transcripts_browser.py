@@ -105,3 +105,41 @@ def test_researcher_filters_reads_and_compares_transcripts(page) -> None:  # typ
     assert page.locator("#round-1 .verdict.correct").count() == 1
     assert "ended before this turn" in page.text_content("#round-2")
     shot(page, "transcripts-3-compare")
+
+
+def test_back_after_filtering_shows_the_list_again_within_the_policy(page) -> None:  # type: ignore[no-untyped-def]
+    """Back returns to each filtered list the address bar held (Apply on filters already
+    applied adds no step), and restoring one breaks no Content-Security-Policy rule (the page
+    fixture fails on any violation)."""
+    researcher = UserFactory(username="grace")
+    task_set = TaskSetFactory(name="Arithmetic")
+    run = make_run("baseline", task_set)
+    tasks = TaskFactory.create_batch(2, task_set=task_set)
+    for task, name in zip(tasks, ("a_first", "b_same"), strict=True):
+        store(run, task.pk, 0, name, [
+            attempt("Maybe 4? Too low.", "4", False), feedback("Too low."),
+            attempt("It is 5.", "5", name == "a_first"),
+        ])  # fmt: skip
+    page.goto("/dialogues/")
+    page.fill("#id_username", researcher.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/dialogues/")
+    page.fill("#id_q", "too low")
+    wait_for_address(page, "q=too")
+    page.select_option("#id_outcome", "unsolved")
+    wait_for_address(page, "outcome=unsolved")
+    page.click("#transcript-filters button[type=submit]")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#dialogue-table tbody tr').length === 1"
+    )
+    page.go_back()
+    page.wait_for_function("() => !location.search.includes('outcome=unsolved')")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#dialogue-table tbody tr').length === 2"
+    )
+    assert page.input_value("#id_q") == "too low"
+    page.go_back()
+    page.wait_for_function("() => location.search === ''")
+    page.wait_for_selector("#dialogue-table")
+    assert page.input_value("#id_q") == ""
