@@ -53,6 +53,17 @@ def test_a_run_without_dialogues_says_so(researcher_client) -> None:  # type: ig
     assert 'id="accuracy-figure"' in html, "the chart still has its (empty) figure"
 
 
+def test_a_run_of_some_of_a_set_s_tasks_names_them(researcher_client) -> None:  # type: ignore[no-untyped-def]
+    task_set = TaskSetFactory()
+    first, second, _ = TaskFactory.create_batch(3, task_set=task_set)
+    run = make_run("two tasks", task_set)
+    Run.objects.filter(pk=run.pk).update(config={**run.config, "task_ids": [first.pk, second.pk]})
+    html = page(researcher_client, Run.objects.get(pk=run.pk)).content.decode()
+    assert f"2 of its 3 tasks: #{first.pk}, #{second.pk}" in html
+    whole = make_run("every task", task_set)
+    assert "(3 tasks, fingerprint" in page(researcher_client, whole).content.decode()
+
+
 def test_one_sample_per_task_shows_pass_at_1_only(researcher_client) -> None:  # type: ignore[no-untyped-def]
     task_set = TaskSetFactory()
     run = make_run("k=1", task_set)
