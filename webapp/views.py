@@ -27,12 +27,12 @@ from webapp.demo.services import (
     miniature_latest_figure,
     miniature_latest_result,
 )
-from webapp.metrics.figures import AccuracyCurve
+from webapp.metrics.figures import AccuracyCurve, RunSummary
 from webapp.metrics.stats import Proportion
 from webapp.models_registry.house import HOUSE_MODEL_NAME, house_build_progress_path
 from webapp.models_registry.models import ModelSpec
 from webapp.runs.models import Run
-from webapp.runs.selectors import run_list, runs_accuracy_by_turn
+from webapp.runs.selectors import run_list, run_summaries, runs_accuracy_by_turn
 from webapp.tasks.selectors import task_set_list
 from webapp.training.selectors import TrainingEvaluations, training_run_evaluations
 
@@ -150,6 +150,13 @@ def _house_build_fragment(request: HttpRequest) -> HttpResponse:
     return response
 
 
+def _with_summaries(runs: list[Run]) -> list[tuple[Run, RunSummary | None]]:
+    """Each run with the runs table's figures (None for a training run): the home page shows
+    the same accuracy as the runs list and the run's page."""
+    summaries = run_summaries(runs=runs)
+    return [(run, summaries.get(run.pk)) for run in runs]
+
+
 def home(request: SignedInRequest) -> HttpResponse:
     if not request.user.is_researcher:
         return redirect("queue_list")  # an annotator's work starts from their queues
@@ -158,7 +165,7 @@ def home(request: SignedInRequest) -> HttpResponse:
     build = house_build()
     miniature_run = demo_miniature_run()
     context = {
-        "recent_runs": run_list()[:5],
+        "recent_runs": _with_summaries(list(run_list()[:5])),
         "task_sets": task_set_list()[:5],
         # The build's card while it runs, or when it failed or stopped, which needs the
         # researcher's hand.

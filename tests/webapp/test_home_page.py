@@ -4,6 +4,7 @@ progress file with htmx until the build is over. The file is written by the buil
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from django.urls import reverse
 from models_gpu.house.progress import BuildProgressFile
 from tests.config_builders import StoredKind, stored_training_run
 from tests.factories import TaskFactory, UserFactory, frozen_run
-from tests.transcript_builders import attempt, store
+from tests.transcript_builders import attempt, feedback, store
 from webapp.demo.services import MINIATURE_RUN
 from webapp.models_registry.house import HOUSE_MODEL_NAME
 from webapp.models_registry.models import ModelSpec
@@ -152,3 +153,24 @@ def test_the_miniature_card_says_which_evaluations_still_run_after_training(
     Run.objects.filter(pk=world.trained_evaluation.pk).update(status=Run.Status.SUCCEEDED)
     page = researcher_client.get(reverse("home")).content.decode()
     assert 'id="miniature-status">Succeeded' in page and "miniature-waiting" not in page
+
+
+def test_recent_runs_show_the_accuracy_the_runs_list_shows(client: Any) -> None:
+    client.force_login(UserFactory(role="researcher"))
+    run = frozen_run(name="scored", status=Run.Status.SUCCEEDED)
+    first, second, third = TaskFactory.create_batch(3, task_set=run.task_set)
+    store(run, first.pk, 0, "a_first", [attempt("3", "3", True)])
+    store(run, third.pk, 0, "a_question", [attempt("9", "9", False)])
+    store(run, second.pk, 0, "a_late", [
+        attempt("2", "2", False), feedback("Too low."), attempt("3", "3", True),
+    ])  # fmt: skip
+
+    def rates(page: str) -> list[str]:
+        row = page.split(f'data-run="{run.pk}"')[1].split("</tr>")[0]
+        return re.findall(r'<span title="[^"]*Wilson[^"]*">[^<]*', row)
+
+    home, listed = (
+        rates(client.get(reverse(name)).content.decode()) for name in ("home", "run_list")
+    )
+    assert len(home) == 1 and home[0].startswith('<span title="2/3; 95% Wilson interval')
+    assert home[0] in listed, "turn T, as the runs list shows it"
