@@ -70,11 +70,22 @@ class AnnotatorsField(forms.ModelMultipleChoiceField):  # type: ignore[type-arg]
         return f"{obj.username} ({obj.get_role_display().lower()})"
 
 
+MAX_ANNOTATORS_PER_ITEM = 20
+
+
 class QueueForm(forms.Form):
     name = forms.CharField(max_length=200)
     schema = forms.ModelChoiceField(queryset=LabelSchema.objects.order_by("name"))
     annotators_per_item = forms.IntegerField(
-        min_value=1, max_value=20, initial=2, label="Annotators per item (k)"
+        min_value=1,
+        max_value=MAX_ANNOTATORS_PER_ITEM,
+        initial=2,
+        label="Annotators per item (k)",
+        error_messages={
+            "min_value": "Each item needs at least one annotator (k ≥ 1).",
+            "max_value": f"At most {MAX_ANNOTATORS_PER_ITEM} annotators label an item (k), and "
+            "no more than you choose below.",
+        },
     )
     annotators = AnnotatorsField(queryset=labellers(), widget=forms.CheckboxSelectMultiple)
     filter_query = forms.CharField(required=False, widget=forms.HiddenInput)

@@ -301,6 +301,15 @@ def test_researcher_builds_queue_from_transcript_filter(
         "annotators": [first.pk, second.pk], "filter_query": "",
     })  # fmt: skip
     assert response.status_code == 200 and QueueAssignment.objects.count() == 2
+    assert "Choose at least 3 annotators (k)." in response.content.decode()
+    # So is a k past the limit, saying what bounds it.
+    response = researcher_client.post(reverse("queue_create"), {
+        "name": "x", "schema": feedback_schema().pk, "annotators_per_item": 1000,
+        "annotators": [first.pk], "filter_query": "",
+    })  # fmt: skip
+    assert "At most 20 annotators label an item (k), and no more than you choose below." in (
+        response.content.decode()
+    )
 
 
 def test_k_defaults_to_two_where_two_people_can_label(researcher_client) -> None:  # type: ignore[no-untyped-def]
