@@ -107,11 +107,11 @@ def dialogue_list(request: SignedInRequest) -> HttpResponse:
         },
     )
     if request.htmx and request.htmx.target == ROWS_TARGET:
-        # The address bar shows the short, shareable form of the filters; the same filters
-        # applied again add no entry that Back would only step through.
-        address = f"{request.path}?{query.urlencode()}" if query else request.path
-        unchanged = address == request.htmx.current_url_abs_path
-        return push_url(HttpResponse(results), False if unchanged else address)
+        # The address bar shows the short, shareable form of the filters (an address already
+        # shown is not pushed again: static/dialab/history.js).
+        return push_url(
+            HttpResponse(results), f"{request.path}?{query.urlencode()}" if query else request.path
+        )
     context = {
         "form": form,
         "page": page,
