@@ -20,8 +20,8 @@ HOUSE_GENERATION_PARAMS = {"temperature": 0.7, "max_new_tokens": 32}
 
 def house_description(notes: dict[str, Any]) -> str:
     """What the registry says of the house model: how it was made and, when the build measured
-    it, how it scored, with how each figure was measured (greedy is far kinder to a model this
-    small than the temperature runs sample at)."""
+    it, how it scored, with how each figure was measured (greedy answers score higher than the
+    sampling its runs use)."""
     config = notes.get("config", {})
     return (
         f"Dialab's house model: a small Llama ({config.get('num_layers')} layers, hidden "
