@@ -133,6 +133,7 @@ def _conversation(pending: PendingTurn) -> list[ShownMessage]:
         other = "Student"
     else:
         other = "Teacher" if pending.run.teacher_id else "User"
+    task_first = pending.role == PendingTurn.Role.TEACHER  # its first own message is the task
     shown = []
     for message in pending.request.get("messages", []):
         role, content = message["role"], message["content"]
@@ -140,8 +141,9 @@ def _conversation(pending: PendingTurn) -> list[ShownMessage]:
             shown.append(ShownMessage("Instructions", "system", content))
         elif role != "assistant":
             shown.append(ShownMessage(other, "other", content))
-        elif pending.role == PendingTurn.Role.TEACHER and not any(m.side == "own" for m in shown):
+        elif task_first:
             shown.append(ShownMessage("The task, as you posed it", "own", content))
+            task_first = False
         else:
             shown.append(ShownMessage("You", "own", content))
     return shown
